@@ -357,6 +357,7 @@ class Events:
     published: int  # of them, those a declaration publishes (named in the event's CloudWatchMetrics directive)
     full: bool  # carries a GPU's every label, else a few
     mig: bool = False  # a MIG instance's: its every label and GPU_I_PROFILE, GPU_I_ID
+    directives: int = 1  # CloudWatchMetrics entries where it publishes any (one per group of metrics alike in sets)
 
 
 def _what_is_published(project: Project) -> tuple[Published, dict[str, set[tuple[str, ...]]]]:
@@ -480,6 +481,10 @@ def _kind_events(project: Project, fleet: Fleet, what: Published,
     # exporter DaemonSet
     ksm = int(what.ksm) * _fleet_daemonsets(fleet, settings)
     ksm_metrics = len(data_missing.KSM_METRICS)
+    # each published in kube-state-metrics' set, the desired count in the agent alarm's too (data_missing.agent_set):
+    # a second entry of the directive
+    ksm_series = Events("kube-state-metrics' series", ksm, ksm_metrics, (ksm_metrics + 1) * what.ksm, False,
+                        directives=2)
     # and kube-state-metrics' node series (data_missing.NODES): each GPU node's info and its GPU capacity, an event
     # each (their labels differ); a node without GPUs adds its info, not counted (the fleet counts GPU nodes)
     node_series = Events("kube-state-metrics' node series (a GPU node's info and GPU capacity; a CPU node's info is "
@@ -487,7 +492,7 @@ def _kind_events(project: Project, fleet: Fleet, what: Published,
     if settings.agent.pipeline == "classic":
         events = [Events("a GPU's gauges", copies, len(gauges), shown(gauges, per_gpu | per_pod), True),
                   Events("a GPU's counters", copies, len(counters), shown(counters, per_gpu | per_pod), True),
-                  Events("kube-state-metrics' series", ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+                  ksm_series,
                   node_series]
         return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
     merged = [n for n in _merged_names(catalog, settings, selected_metrics(catalog, settings, queried.keys()))
@@ -550,7 +555,7 @@ def _kind_events(project: Project, fleet: Fleet, what: Published,
                       for dims, names in levels for each in (False, True)
                       if (group := [n for n in names if catalog.get(n).per_instance == each])
                       and (fleet.mig or MIG_PROFILE_LABEL not in dims)]),
-        Events("kube-state-metrics' series", ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+        ksm_series,
         node_series,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
            Events("kube-state-metrics' scrape's flag of no GPU data", ksm, 1, 0, False)]
@@ -591,7 +596,7 @@ def event_bytes(events: Events, prices: dict[str, Any]) -> float:
     rate = _rate(prices, "emf_event_bytes")
     return (rate["labels"] if events.full else rate["small_labels"]) + rate["per_field"] * events.fields + \
         (rate.get("mig_labels", 0) if events.mig else 0) + \
-        (rate["directive"] + rate["per_metric"] * events.published if events.published else 0)
+        (rate["directive"] * events.directives + rate["per_metric"] * events.published if events.published else 0)
 
 
 def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
@@ -630,6 +635,11 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
         daemonsets = _fleet_daemonsets(fleet, settings)  # the fleet's, each cluster's own
         per_daemonset = len(sets.get(data_missing.DAEMONSET_SET, []))
+        # and the desired count per kube-state-metrics pod (the agent alarm's: data_missing.agent_set), of a cluster or
+        # of each DaemonSet: one pod each counted (a second replica or install publishes its own)
+        targets = [(*dims, data_missing.KSM_TARGET) for dims in (data_missing.CLUSTER_SET, data_missing.DAEMONSET_SET)]
+        per_cluster += len(sets.get(targets[0], []))
+        per_daemonset += len(sets.get(targets[1], []))
         # The per-instance set (GPU_I_ID) publishes once per GPU instance: a whole GPU is one, a MIG GPU as many as
         # --mig-instances says. On the OTel pipeline it holds the fields MIG reports per instance only (device
         # counters are merged to one series per physical GPU); on classic device counters too. The MIG sets
@@ -655,7 +665,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         gpu_sets = {dims: len(m) for dims, m in sets.items()
                     if dims not in pod_sets and not node_total(dims) and NODE_MEAN not in dims
                     and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
-                                     readings_set)
+                                     readings_set, *targets)
                     and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims) and NAMESPACE_GPU[0] not in dims}
         per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
         per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
@@ -871,11 +881,17 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
             per_pod_rules += 1
             fleet_rules += alarm.scope == "fleet"
             per_pod_gpu_rules += _judges_pod_gpus(judged[0].plan.dims, project)
-    lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
-                  cluster_analyzed * insights_rate,
+    # the data-missing rule's alarm on the agent's reads, one per cluster of its metric-math alarms on the DCGM source:
+    # a GROUP BY alarm analyzing the cluster's kube-state-metrics pods (one counted)
+    agent_alarms = 0 if enabled(settings) else math_clusters
+    lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed + agent_alarms, insights_rate,
+                  (cluster_analyzed + agent_alarms) * insights_rate,
                   f"{cluster_alarms} alarms, each analyzing every GPU (or pod, a namespace's) of its cluster"
                   + (f" (the data-missing rule's per node: every GPU node"
-                     f"{'' if fleet.nodes is not None else ', counted per GPU without --nodes'})" if per_node else ""))]
+                     f"{'' if fleet.nodes is not None else ', counted per GPU without --nodes'})" if per_node else "")
+                  + (f" + {agent_alarms} analyzing the kube-state-metrics pod{'s' if agent_alarms != 1 else ''} the "
+                     f"agent reads (the data-missing rule's on the agent's reads; one pod a cluster)"
+                     if agent_alarms else ""))]
     # the free tier's alarm metrics: standard alarms that list their metrics (not Metrics Insights alarms)
     free_alarm_metrics = _free(prices, "alarm_metrics")
     if math_alarms:
@@ -889,15 +905,11 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                 "the exporter DaemonSet's desired, available and updated pods (most and least), the cluster's GPU "
                 "observations, its nodes and GPU nodes" + ("; one alarm per exporter DaemonSet" if
                                                            math_alarms > math_clusters else ""))
-            # and one standard alarm of one metric per cluster (not per DaemonSet): the agent's reads
-            agent_alarms = math_clusters
-        metrics = math_alarms * each + agent_alarms
+        metrics = math_alarms * each
         free = min(free_alarm_metrics, metrics)
         free_alarm_metrics -= free
         lines.append(Line("data-missing alarms (metric math)", metrics, rate, (metrics - free) * rate,
                           f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics ({read})"
-                          + (f" + {agent_alarms} alarm{'s' if agent_alarms != 1 else ''} x 1 metric (the agent's reads "
-                             f"of kube-state-metrics)" if agent_alarms else "")
                           + (f"; the free tier's {free:,.0f} alarm metrics free" if free else "")))
     if per_pod_alarms or mode == "group_by":
         lines.append(Line("per-pod alarms (GROUP BY pod)", per_pod_analyzed, insights_rate,

@@ -355,20 +355,50 @@ SAMPLES_SET = (CLUSTER_DIMENSION, NODE_LABEL)
 PER_NODE_SUFFIX = "-per-node"
 
 
-# The rule's third CloudWatch alarm (prometheus-emf source): the agent's own scrapes of kube-state-metrics, counted per
-# period as the SampleCount of the desired count it publishes (one per scrape that reached kube-state-metrics), below
-# SCRAPE_SHARE of the period's scrapes in each of two periods running, missing data not breaching. A CloudWatch agent in
-# a crash loop (running a minute of every five) publishes a little of every period, which the cluster's alarm passes;
-# a partial period next to an empty one (the agent starting, or stopping) breaches one period only, and an agent
-# stopped is the cluster's alarm (its missing data breaching). The rule's twin: kube-state-metrics' own target
-# answering under half its scrapes (its `up`), the same count from the scraper Prometheus is.
+# The rule's third CloudWatch alarm (prometheus-emf source): the agent's own scrapes of each kube-state-metrics target,
+# counted per period as the datapoints of the desired count it publishes from that target (one per scrape that reached
+# it), below SCRAPE_SHARE of the period's scrapes in each of two periods running, missing data not breaching. A
+# CloudWatch agent in a crash loop (running a minute of every five) publishes a little of every period, which the
+# cluster's alarm passes; a partial period next to an empty one (the agent starting, or stopping; a kube-state-metrics
+# pod replaced) breaches one period only, and an agent stopped is the cluster's alarm (its missing data breaching).
+# Counted per target, as the rule's twin counts (kube-state-metrics' own target answering under half its scrapes, its
+# `up` by job and instance): the agent's job keeps every pod kube_state_metrics.pod_label names (two replicas, a second
+# install in another namespace), each scraped at every round, and CloudWatch keeps every datapoint of a metric, so in
+# one metric two targets' reads of 4 rounds of 10 counted 8, over the threshold. The job writes each target's
+# namespace/pod into KSM_TARGET, and the desired count is published with it too (agent_set, agent_declaration): a
+# Metrics Insights GROUP BY alarm, each target a contributor (agent_query).
 AGENT_SUFFIX = "-agent"
 KSM_READ_REASON = "kube-state-metrics answered under half its scrapes"
+KSM_TARGET = "kube_state_metrics_pod"  # the label (and dimension) the agent's job writes: the target's namespace/pod
 
 
 def agent_threshold(settings: Settings, period: int) -> float:
-    """The agent's scrapes of kube-state-metrics per period below which the period breaches."""
+    """The agent's scrapes of one kube-state-metrics target per period below which the period breaches."""
     return SCRAPE_SHARE * period / settings.scrape.seconds
+
+
+def agent_set(settings: Settings) -> tuple[str, ...]:
+    """The dimension set the desired count is published with for the agent alarm: kube-state-metrics' (ksm_set) and
+    the target that served it."""
+    return (*ksm_set(settings), KSM_TARGET)
+
+
+def agent_declaration(settings: Settings) -> dict[str, Any]:
+    """The agent's metric declaration of the desired count per kube-state-metrics target (agent_set): one metric per
+    kube-state-metrics pod (per pod and exporter DaemonSet where a cluster names several)."""
+    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$",
+            "dimensions": [list(agent_set(settings))], "metric_selectors": [f"^{re.escape(DESIRED)}$"]}
+
+
+def agent_query(settings: Settings, cluster: Cluster, daemonset: tuple[str, str]) -> str:
+    """The agent alarm's Metrics Insights query: each kube-state-metrics target's datapoints of one exporter
+    DaemonSet's desired count per period, a series per target, the fewest first (past 500 targets, those read least)."""
+    dims = agent_set(settings)
+    values = {CLUSTER_DIMENSION: cluster.name, DAEMONSET_NAMESPACE: daemonset[0], DAEMONSET_LABEL: daemonset[1]}
+    where = " AND ".join(f"{quote_identifier(d)} = {quote_string(values[d])}" for d in dims if d != KSM_TARGET)
+    return (f"SELECT COUNT({quote_identifier(DESIRED)}) FROM SCHEMA({quote_identifier(settings.cloudwatch.namespace)}, "
+            f"{', '.join(quote_identifier(d) for d in dims)}) WHERE {where} GROUP BY {quote_identifier(KSM_TARGET)} "
+            f"ORDER BY COUNT() ASC")
 
 
 # What a data-missing alarm gpudash writes means: its own sentence, then further sentences each with its short form
@@ -384,13 +414,14 @@ def whole_text(about: About) -> str:
 def agent_description(settings: Settings, period: int, periods: int) -> About:
     """What the agent alarm sees, and what it cannot."""
     look = f"`kubectl -n {settings.agent.namespace} get pods`"
-    return ((f"The CloudWatch agent read kube-state-metrics (the exporter DaemonSet's desired count) in fewer than "
+    return ((f"The CloudWatch agent read a kube-state-metrics pod (each a contributor) in fewer than "
              f"{agent_threshold(settings, period):g} of its {period // settings.scrape.seconds} scrapes of a period "
              f"{periods_running(periods)}: the agent in a crash loop (running a minute of every five), or "
              f"kube-state-metrics answering under half the time, so most GPU data of every period never reaches "
              f"CloudWatch.", ""),
-            ("An agent starting or stopped is not (one short period beside an empty one); an agent stopped is the "
-             "cluster's alarm.", "It does not fire for an agent starting or stopped: the cluster's alarm does."),
+            ("An agent or kube-state-metrics pod starting or stopped is not (one short period beside an empty one); an "
+             "agent stopped is the cluster's alarm.",
+             "It does not fire for an agent starting or stopped: the cluster's alarm does."),
             (f"Look at {look} (cwagent-prometheus restarts and its logs) and at kube-state-metrics' pod.",
              f"Look at {look} and kube-state-metrics' pod."))
 

@@ -18,6 +18,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAM
                                 UNUSED_SHARE, OTEL_GAP_EITHER, dimension_sets, gap_said, is_query, level_of,
                                 evaluation_limit, node_total, otel_gap, pod_dimensions,
                                 pod_total_kind)
+from ..data_missing import KSM_METRICS
 from ..dashboard_limit import METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, widget_metrics
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, never_firing
@@ -838,7 +839,9 @@ def silent_when_gone(subject: LintInput) -> Iterable[Finding]:
     missing data does not breach: when the GPUs it counts stop reporting (node group scaled to zero, exporter or agent
     gone) its query returns no datapoint, which CloudWatch does not judge as 0, and its Prometheus rule reads no
     series: neither fires when the count reaches 0 (a note per alarm). TreatMissingData breaching makes both fire
-    then (render.alarms._of_range and _nothing); the data-missing alarm already says the exporter stopped."""
+    then (render.alarms._of_range and _nothing); the data-missing alarm already says the exporter stopped, and its
+    alarm on the agent's reads of kube-state-metrics (a count of the desired count's datapoints, not of GPUs' readings)
+    leaves the agent stopped to it."""
     for item in subject.alarms:
         request = item.request
         if not str(request.get("ComparisonOperator", "")).startswith("LessThan") \
@@ -850,7 +853,7 @@ def silent_when_gone(subject: LintInput) -> Iterable[Finding]:
         # (a node's count or total per scrape, made at the agent, is read as MAX or AVG: the same silence)
         kind = pod_total_kind(query.schema or []) if query is not None and query.function in ("AVG", "MAX") \
             and node_total(query.schema or []) else None
-        if query is not None and (query.function in ("COUNT", "SUM") or kind):
+        if query is not None and (query.function in ("COUNT", "SUM") or kind) and query.metric not in KSM_METRICS:
             yield Finding("AL023", "note", _alarm_where(item),
                           f"a {kind or query.function.lower()} of readings under a level with missing data "
                           f"{request.get('TreatMissingData', 'missing')}: when every GPU it reads stops reporting, "

@@ -986,6 +986,22 @@ def _daemonset_pods(settings: Any, cluster: Cluster) -> Iterable[tuple[str, str,
                 pod_label_meta(key): value}
 
 
+def _ksm_target_labels(subject: LintInput, cluster: Cluster) -> set[str]:
+    """The labels the agent's kube-state-metrics job gives a kube-state-metrics pod (kube_state_metrics.pod_label,
+    .port, .namespace) as Kubernetes SD meets it, with the job and instance Prometheus adds; none where the job is not
+    run or drops that pod (AG001 says so of what its series feed)."""
+    job = next((j for j in _running_jobs(subject, cluster) if j.get("job_name") == KSM_JOB), None)
+    if job is None:
+        return set()
+    ksm = subject.settings.kube_state_metrics
+    key, _, value = ksm.pod_label.partition("=")
+    meta = {"__address__": f"10.0.0.2:{ksm.port}", "__meta_kubernetes_namespace": ksm.namespace or "monitoring",
+            "__meta_kubernetes_pod_name": "kube-state-metrics-x7k2p",
+            "__meta_kubernetes_pod_container_port_number": str(ksm.port), pod_label_meta(key): value}
+    labels = _relabeled_target(meta, well_formed(job.get("relabel_configs")))
+    return set() if labels is None else {k for k in labels if not k.startswith("__")} | {"job", TARGET_ADDRESS}
+
+
 def _published_labels(subject: LintInput, cluster: Cluster | None = None) -> set[str]:
     """The labels the agent's DCGM series carry after its scrape job: the job's target labels (with `cluster`, those
     its exporter job's relabel_configs give one of its exporter pods: _target_labels; else the labels gpudash's jobs
@@ -1038,8 +1054,10 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
         prometheus = _prometheus(subject, cluster)
         labels = _published_labels(subject, cluster) | _labels_added(subject, cluster)
         for declaration in _declarations(subject, cluster):
-            # the kube-state-metrics job's series carry their DaemonSet's labels (data_missing.ksm_set)
-            of = labels | set(KSM_SERIES_LABELS) if _selects_ksm(declaration) else labels
+            # the kube-state-metrics job's series carry their DaemonSet's labels (data_missing.ksm_set) and the labels
+            # its relabel_configs give a kube-state-metrics pod (data_missing.KSM_TARGET)
+            of = labels | set(KSM_SERIES_LABELS) | _ksm_target_labels(subject, cluster) if _selects_ksm(declaration) \
+                else labels
             for dims in declaration.get("dimensions") or []:
                 if len(dims) > MAX_DIMENSIONS:
                     yield Finding("AG002", "error", where,

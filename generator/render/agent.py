@@ -108,6 +108,7 @@ class Published:
         if self.ksm:
             result.setdefault(self.ksm_set, []).extend(data_missing.KSM_METRICS)
             result.setdefault(data_missing.CLUSTER_SET, []).extend(data_missing.NODE_METRICS)
+            result.setdefault((*self.ksm_set, data_missing.KSM_TARGET), []).append(data_missing.DESIRED)
         if self.no_data:
             result.setdefault(data_missing.SAMPLES_SET, []).append(data_missing.SAMPLES)
         return result
@@ -157,6 +158,7 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets,
     if what.ksm:
         declarations.append(data_missing.ksm_declaration(settings))  # the data-missing alarm's expected signal
         declarations.append(data_missing.nodes_declaration())  # and whether a GPU node exists
+        declarations.append(data_missing.agent_declaration(settings))  # and the agent's reads of each target
     if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
         declarations.append(data_missing.no_data_declaration(settings))
     if not declarations:

@@ -1046,22 +1046,21 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
 
 
 def _agent_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[str, Any]:
-    """The data-missing rule's alarm on the agent's own scrapes of kube-state-metrics (data_missing.AGENT_SUFFIX): the
-    SampleCount of the desired count it publishes below half the period's scrapes, in each of the rule's periods;
-    no data is not breaching (an agent stopped is the cluster's alarm)."""
+    """The data-missing rule's alarm on the agent's own scrapes of kube-state-metrics (data_missing.AGENT_SUFFIX): a
+    GROUP BY alarm, each kube-state-metrics target a contributor in ALARM where the desired count it served has fewer
+    datapoints than half the period's scrapes, in each of the rule's periods; no data is not breaching (an agent
+    stopped is the cluster's alarm)."""
     about = data_missing.agent_description(settings, alarm.period_seconds, alarm.evaluation_periods)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.AGENT_SUFFIX, alarm.severity)
-    request = _common(alarm, settings, name, _about(alarm, about, f"{alarm.title} (agent)"))
+    label = f"{alarm.title} (agent)"
+    request = _common(alarm, settings, name, _about(alarm, about, label))
+    # one scrape of a kube-state-metrics pod publishes each DaemonSet's count once: the first's are read
+    query = data_missing.agent_query(settings, cluster, named_daemonsets(settings, cluster)[0])
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"],
                     "Threshold": data_missing.agent_threshold(settings, alarm.period_seconds),
                     "TreatMissingData": "notBreaching",
-                    "Namespace": settings.cloudwatch.namespace,
-                    "MetricName": data_missing.DESIRED,
-                    # one scrape of kube-state-metrics publishes each DaemonSet's count once: the first's are read
-                    "Dimensions": data_missing.ksm_dimensions(settings, cluster,
-                                                              named_daemonsets(settings, cluster)[0]),
-                    "Statistic": "SampleCount",
-                    "Period": alarm.period_seconds})
+                    "Metrics": [{"Id": "q1", "Expression": query, "Period": alarm.period_seconds,
+                                 "ReturnData": True, "Label": label}]})
     return request
 
 

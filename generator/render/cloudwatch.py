@@ -133,6 +133,8 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     if expected_signal:
         for name in data_missing.KSM_METRICS:
             result.setdefault(name, set()).add(data_missing.ksm_set(settings))
+        if not addon_source(settings):  # the agent alarm's: the desired count per kube-state-metrics target
+            result[data_missing.DESIRED].add(data_missing.agent_set(settings))
         for name in data_missing.NODE_METRICS:
             result.setdefault(name, set()).add(data_missing.CLUSTER_SET)
     field = period_field(catalog, settings) if periods else None

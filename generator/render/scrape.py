@@ -18,7 +18,7 @@ from typing import Any
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..cloudwatch_query import SCRAPED_MARKS
-from ..data_missing import CAPACITY, KSM_METRICS, NODES, gpu_resources_pattern
+from ..data_missing import CAPACITY, KSM_METRICS, KSM_TARGET, NODES, gpu_resources_pattern
 from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespace, exporter_namespaces,
                                fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
@@ -169,6 +169,10 @@ def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[s
             {"source_labels": [meta], "regex": re.escape(value), "action": "keep"},
             {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(ksm.port),
              "action": "keep"},
+            # which kube-state-metrics pod served a series: the agent alarm counts each one's reads apart
+            # (data_missing.agent_set), the job keeping every pod the label names
+            {"source_labels": ["__meta_kubernetes_namespace", "__meta_kubernetes_pod_name"], "separator": "/",
+             "target_label": KSM_TARGET, "action": "replace"},
         ],
         "metric_relabel_configs": [
             {"source_labels": ["__name__", "namespace", "daemonset", "resource"], "regex": kept, "action": "keep"},

@@ -1,28 +1,48 @@
 """The agent alarm with two kube-state-metrics pods in the agent's reach: each one's reads count.
 
-The agent alarm counts the datapoints of kube-state-metrics' desired count (its SampleCount) a 5-minute period holds:
-"fewer than 5 of its 10 scrapes" at 30 s. The agent's kube-state-metrics job keeps every pod labelled
+The agent alarm counts the datapoints of kube-state-metrics' desired count a 5-minute period holds: "fewer than 5
+of its 10 scrapes" at 30 s. The agent's kube-state-metrics job keeps every pod labelled
 app.kubernetes.io/name=kube-state-metrics on port 8080 in any namespace (kube_state_metrics.namespace: null, the
 default): with two such pods (kube-state-metrics run with two replicas, or a second install in another namespace)
 each scrape round brings two datapoints. An agent in a crash loop that reads 4 of a period's 10 rounds (running two
-minutes of every five) has most GPU data of the period missing, which is what the alarm is for (docs/alarms.md: "CloudWatch agent
-in a crash loop ... ALARM: the agent alarm"); with one kube-state-metrics pod it fires at the minutes of the truth,
-with two its 8 datapoints pass the threshold and it never fires. Pinned: the truth is asserted, a strict xfail.
+minutes of every five) has most GPU data of the period missing, which is what the alarm is for (docs/alarms.md:
+"CloudWatch agent in a crash loop ... ALARM: the agent alarm"). Counted in one [ClusterName] metric (a standard alarm
+on its SampleCount) the two pods' 8 datapoints passed the threshold and it never fired; counted per pod
+(data_missing.agent_set, a GROUP BY alarm) it fires at the minutes of the truth, with one pod or two, on both agent
+pipelines and where a cluster names several exporter DaemonSets (each DaemonSet's count its own metric). A pod of
+the two in a crash loop, the agent running, is kube-state-metrics answering under half: the alarm names that pod, as
+the rule's twin names its target.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
 from tests.integration.test_data_missing import (AGENT_ALARM, AGENT_FILE, AGENT_STEPS, EXPORTER, LOST_NODES, STEP,
-                                                 _in_alarm, _one_gpu_page, _read_in_under_half, _rule_alarms,
-                                                 generated)  # noqa: F401 (a fixture)
-from tests.support import kube_state
+                                                 _in_alarm, _one_gpu_page, _read_in_under_half)
+from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import discovered, target_labels
 
 SECOND_KSM = {**kube_state.KSM_POD, "__address__": "10.0.3.7:8080", "__meta_kubernetes_namespace": "kube-system",
               "__meta_kubernetes_pod_name": "kube-state-metrics-7c5b"}
+FIRST_NAME = f"{kube_state.KSM_POD['__meta_kubernetes_namespace']}/{kube_state.KSM_POD['__meta_kubernetes_pod_name']}"
+SECOND_NAME = "kube-system/kube-state-metrics-7c5b"
+POOL_B = {"namespace": "gpu-operator", "daemonset": "pool-b-dcgm-exporter"}
+SETTINGS = {"otel": "", "classic": "agent:\n  pipeline: classic\n",
+            "two DaemonSets": "exporter:\n  more_daemonsets: [pool-b-dcgm-exporter]\n"}
+
+
+@pytest.fixture(scope="module", params=list(SETTINGS))
+def files(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("settings")
+    (folder / "gpudash.yaml").write_text(SETTINGS[request.param])
+    return encode(build(load_project(folder / "gpudash.yaml")))
 
 
 def _up_two_minutes_in_five(k: int) -> bool:
@@ -30,37 +50,78 @@ def _up_two_minutes_in_five(k: int) -> bool:
     return not 40 <= k < 80 or (k - 40) % 10 >= 6
 
 
-def _fired(files, replicas: int) -> tuple[set[int], set[int]]:
-    """(the minutes at whose end the agent alarm is in ALARM, the truth's) for the crash-looping agent with
-    `replicas` kube-state-metrics pods in its job's reach."""
-    answering = {node: "".join("1" if _up_two_minutes_in_five(k) else "." for k in range(AGENT_STEPS))
-                 for node in LOST_NODES[:2]}
+def _always(k: int) -> bool:
+    return True
+
+
+def _agent_alarm(files) -> dict:
+    (request,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if i["Request"]["AlarmName"] == AGENT_ALARM]
+    return request
+
+
+def _points(files, agent_up, first_up, second_up):
+    """What the agent publishes of four one-GPU nodes and kube-state-metrics pods answering as `first_up` and
+    `second_up` say (None: no second pod) at the 30 s steps the agent runs (`agent_up`)."""
     config, job = agent_config(files[AGENT_FILE])
     ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    more = ((POOL_B, 2, 2),)
     scrapes = [Scrape(k * STEP, _one_gpu_page(node), target_labels(job, node))
-               for node, line in answering.items() for k, c in enumerate(line) if c == "1"]
+               for node in LOST_NODES[:2] for k in range(AGENT_STEPS) if agent_up(k)]
     for k in range(AGENT_STEPS):
-        if _up_two_minutes_in_five(k):
-            scrapes.append(kube_state.scrape(ksm_job, k * STEP, EXPORTER, 2, 2, 2))
-            if replicas == 2:
-                first = kube_state.scrape(ksm_job, k * STEP + 1, EXPORTER, 2, 2, 2)
-                scrapes.append(Scrape(first.timestamp, first.payload, discovered(ksm_job, SECOND_KSM)))
-    points = Agent(config, job, others=[ksm_job]).run(scrapes)
-    requests = [r for r in _rule_alarms(files) if r["AlarmName"] == AGENT_ALARM]
+        if not agent_up(k):
+            continue
+        for pod, up, offset in ((kube_state.KSM_POD, first_up, 0), (SECOND_KSM, second_up, 1)):
+            if up is None:
+                continue
+            labels = discovered(ksm_job, pod)
+            page = kube_state.scrape(ksm_job, k * STEP + offset, EXPORTER, 2, 2, 2, more=more).payload if up(k) else ""
+            scrapes.append(Scrape(k * STEP + offset, page, labels))
+    return Agent(config, job, others=[ksm_job]).run(scrapes)
+
+
+def _fired(files, points) -> set[int]:
+    """The minutes at whose end the agent alarm is in ALARM."""
+    request = _agent_alarm(files)
+    return {m for m in range(1, AGENT_STEPS // 2 + 1) if _in_alarm([request], points, m * 60)}
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_crash_looping_agent_fires_the_agent_alarm_at_the_truths_minutes_with_one_or_two_kube_state_metrics(
+        files, replicas):
+    points = _points(files, _up_two_minutes_in_five, _always, _always if replicas == 2 else None)
     truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_two_minutes_in_five, m)}
-    fired = {m for m in range(1, AGENT_STEPS // 2 + 1) if _in_alarm(requests, points, m * 60)}
-    return fired, truth
+    assert truth and _fired(files, points) == truth
+    # each pod a contributor, named by its namespace and name
+    request = _agent_alarm(files)
+    states = cloudwatch_eval.alarm(request, points, min(truth) * 60)
+    named = {dict(key)["kube_state_metrics_pod"] for key, state in states.items() if state == "ALARM"}
+    assert named == ({FIRST_NAME, SECOND_NAME} if replicas == 2 else {FIRST_NAME})
 
 
-def test_one_kube_state_metrics_pod_the_alarm_fires_at_the_truths_minutes(generated):  # noqa: F811
-    fired, truth = _fired(generated[1], 1)
-    assert truth and fired == truth
+def test_one_of_two_kube_state_metrics_pods_answering_under_half_fires_for_that_pod(files):
+    """The agent running, the second kube-state-metrics pod answering two minutes of every five from minute 20 to 40:
+    kube-state-metrics answering under half its scrapes, which the rule's twin fires for (its target's `up`). The
+    agent alarm fires at the minutes of the truth, for that pod alone; the first pod's reads do not hide it."""
+    points = _points(files, _always, _always, _up_two_minutes_in_five)
+    truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_two_minutes_in_five, m)}
+    assert truth and _fired(files, points) == truth
+    states = cloudwatch_eval.alarm(_agent_alarm(files), points, min(truth) * 60)
+    assert {dict(key)["kube_state_metrics_pod"] for key, state in states.items() if state == "ALARM"} == {SECOND_NAME}
 
 
-@pytest.mark.xfail(strict=True, reason="two kube-state-metrics pods in the agent's reach give two datapoints per "
-                                       "scrape round: 4 reads of 10 count 8, over the alarm's 5 (it never fires); one "
-                                       "metric's SampleCount cannot tell two targets' datapoints from one's rounds "
-                                       "(docs/alarms.md says so, and to point kube_state_metrics.namespace at one)")
-def test_two_kube_state_metrics_pods_the_alarm_still_fires_at_the_truths_minutes(generated):  # noqa: F811
-    fired, truth = _fired(generated[1], 2)
-    assert truth and fired == truth
+def test_two_healthy_kube_state_metrics_pods_and_one_replaced_fire_nothing(files):
+    """Both pods answering every scrape, then the first replaced at minute 30 (its series ends, a new pod's begins
+    under another name): one short period beside an empty one for each, never two running: nothing fires."""
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    new = {**kube_state.KSM_POD, "__address__": "10.0.2.11:8080",
+           "__meta_kubernetes_pod_name": "kube-prometheus-stack-kube-state-metrics-8c2a"}
+    scrapes = [Scrape(k * STEP, _one_gpu_page(node), target_labels(job, node))
+               for node in LOST_NODES[:2] for k in range(AGENT_STEPS)]
+    for k in range(AGENT_STEPS):
+        page = kube_state.scrape(ksm_job, k * STEP, EXPORTER, 2, 2, 2, more=((POOL_B, 2, 2),)).payload
+        scrapes += [Scrape(k * STEP, page, discovered(ksm_job, kube_state.KSM_POD if k < 60 else new)),
+                    Scrape(k * STEP + 1, page, discovered(ksm_job, SECOND_KSM))]
+    points = Agent(config, job, others=[ksm_job]).run(scrapes)
+    assert _fired(files, points) == set()

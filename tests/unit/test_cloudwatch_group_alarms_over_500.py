@@ -23,9 +23,9 @@ from functools import lru_cache
 
 import pytest
 
-from tests.support import built, cloudwatch_eval
-from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.dcgm_fleet import exporter_targets
+from tests.support import built, cloudwatch_eval, kube_state
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
+from tests.support.dcgm_fleet import discovered, exporter_targets
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 PREFIX = "gpudash-gpu-cluster-"
@@ -51,7 +51,10 @@ STORIES = {
     "uncorrectable-rows-warning": ("whole", BREACHING_GPU),
     "xid-error-critical": ("whole", BREACHING_GPU),
     "gpu-data-missing-per-node-critical": ("nodes", (("node", "node-504"),)),
+    # 520 kube-state-metrics pods in the agent's reach, the last answering under half its scrapes
+    "gpu-data-missing-agent-critical": ("ksm", (("kube_state_metrics_pod", "monitoring/kube-state-metrics-519"),)),
 }
+KSM_PODS = 520
 GAUGES = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
           "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_XID_ERRORS")
 COUNTERS = ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS")
@@ -119,6 +122,14 @@ def _points(story: str, hot: frozenset[int], alone: str | None = None):
         request = _requests()[alone]
         period = max(metric["Period"] for metric in request["Metrics"] if "Period" in metric)
         start = max(START, END - (request["EvaluationPeriods"] + cloudwatch_eval.EXTRA_PERIODS) * period - 2 * STEP)
+    if story == "ksm":  # kube-state-metrics pods, each scraped at every step; one of `hot` answers two of every five
+        ksm_job = scrape_jobs(_files()[AGENT_FILE])["gpudash-kube-state-metrics"]
+        pods = [discovered(ksm_job, {**kube_state.KSM_POD, "__address__": f"10.0.{n // 250}.{n % 250}:8080",
+                                     "__meta_kubernetes_pod_name": f"kube-state-metrics-{n}"}) for n in range(KSM_PODS)]
+        page = kube_state.payload({"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}, 2, 2)
+        scrapes = [Scrape(float(t), "" if n in hot and (t // STEP) % 5 >= 2 else page, pods[n])
+                   for t in range(start, END, STEP) for n in range(KSM_PODS)]
+        return Agent(config, job, others=[ksm_job], only=reads).run(scrapes)
     if story == "nodes":  # 505 nodes of one GPU each: the last serves no DCGM series (its host engine lost)
         targets = exporter_targets(job, 505)
         page = lambda n: (f'# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-{n}-0",'
@@ -147,11 +158,13 @@ def test_every_bundled_group_by_alarm_has_a_story():
 
 @pytest.mark.parametrize("name", sorted(STORIES))
 def test_past_500_series_the_order_by_keeps_the_breaching_series(name):
-    """520 series (505 nodes for the per-node alarm), the breaching one last: with the bundled ORDER BY it is among
+    """520 series (505 nodes for the per-node alarm, 520 kube-state-metrics pods for the agent alarm), the breaching one
+    last: with the bundled ORDER BY it is among
     the 500 evaluated and alone in ALARM; without one the model's first 500 leave it out and the alarm reads OK."""
     story, breaching = STORIES[name]
     request = _requests()[name]
-    points = _points(story, frozenset({LAST} if story != "nodes" else {504}))
+    points = _points(story, frozenset({LAST} if story == "whole" or story == "mig" else {504} if story == "nodes"
+                                      else {KSM_PODS - 1}))
     states = cloudwatch_eval.alarm(request, points, END)
     assert len(states) == 500, len(states)
     assert {key for key, state in states.items() if state == "ALARM"} == {breaching}, (states.get(breaching))

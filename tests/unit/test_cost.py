@@ -95,8 +95,9 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # agent.metric_selection: all: both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
-    # the cluster's nine metrics (the data-missing alarm's six: its GPU observations, the exporter DaemonSet's
-    # desired, available and updated pods, kube-state-metrics' node info and GPU capacity; and GPU temperature,
+    # the cluster's ten metrics (the data-missing alarm's seven: its GPU observations, the exporter DaemonSet's
+    # desired, available and updated pods, the desired count per kube-state-metrics pod (the agent alarm's: one pod),
+    # kube-state-metrics' node info and GPU capacity; and GPU temperature,
     # utilization and power, each GPU's reading once per scrape, the fleet values' readings past 500 GPUs),
     # per pod the OTel pipeline's five totals per scrape (power, framebuffer
     # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
@@ -105,7 +106,7 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # utilization reads every GPU once, a MIG GPU by its stand-in)
     # and per GPU node (counted per GPU) its total and count of GPUs read of the fleet's mean temperature and
     # utilization, and its total alone of power (the one kind "Total power draw" reads)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100 \
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 10 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100 \
         + 5 * 100
     # agent.pipeline: classic lists those three device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
@@ -117,15 +118,15 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published (a GPU's temperature flags and
     # utilization once are)
     idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 10 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
     assert "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
     # the default publishes only what is queried: 14 per GPU (framebuffer per GPU instance among them) and 12 per
-    # pod (the five totals among them), and as above the cluster's nine, the scrapes' flags and the idle alarms' own
+    # pod (the five totals among them), and as above the cluster's ten, the scrapes' flags and the idle alarms' own
     default = _lines(estimates(project, fleet))["custom metrics"]
     assert default == used
-    assert default["quantity"] == 14 * 100 + 12 * 80 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
+    assert default["quantity"] == 14 * 100 + 12 * 80 + 10 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
 
 
 def test_tiers_lower_the_price_of_a_large_fleet(everything):
@@ -139,10 +140,10 @@ def test_tiers_lower_the_price_of_a_large_fleet(everything):
     # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU, the temperature flags per GPU, each GPU's
     # utilization once
     # (and each node's total and count of GPUs read, counted per GPU)
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 9 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 \
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 10 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 \
         + 5 * 5_000
     # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 99,024
-    assert large["monthly"] == pytest.approx(27_000 + 75_090 * 0.05 - 10 * 0.30)
+    assert large["monthly"] == pytest.approx(27_000 + 75_100 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -150,15 +151,15 @@ def test_tiers_count_each_regions_metrics_apart(project_dir):
     """The custom metrics' tiers are each Region's: the bill prices a Region's metrics by its own tiers ("$0.30 per
     metric-month for the first 10,000 metrics - Asia Pacific (Tokyo)", a line per Region, the usage type
     Region-prefixed; the price file's unit: "tiers over the account's metrics in the Region"); the free tier's 10 once,
-    for the account. Two clusters in two Regions at 5,000 pods: each Region's 85,009 start at $0.30, where pooled
-    they would fill the first tier once ($18,998.80, what one Region's two clusters cost)."""
+    for the account. Two clusters in two Regions at 5,000 pods: each Region's 85,010 start at $0.30, where pooled
+    they would fill the first tier once ($18,999.00, what one Region's two clusters cost)."""
     clusters = ("clusters:\n  - name: a\n    region: us-east-1\n  - name: b\n    region: {}\n")
     fleet = Fleet(clusters=2, pods=5000, churn=0)
     apart = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))), fleet))["custom metrics"]
     together = _lines(estimates(load_project(project_dir(clusters.format("us-east-1"))), fleet))["custom metrics"]
-    assert apart["quantity"] == together["quantity"] == 170_018
-    assert together["monthly"] == pytest.approx(3_000 + 160_018 * 0.10 - 10 * 0.30)
-    assert apart["monthly"] == pytest.approx(2 * (3_000 + 75_009 * 0.10) - 10 * 0.30)
+    assert apart["quantity"] == together["quantity"] == 170_020
+    assert together["monthly"] == pytest.approx(3_000 + 160_020 * 0.10 - 10 * 0.30)
+    assert apart["monthly"] == pytest.approx(2 * (3_000 + 75_010 * 0.10) - 10 * 0.30)
     assert "tiered per Region (2 Regions)" in apart["basis"]
     # --clusters 3 over the two Regions: two in one (116,678.67 metrics), one in the other (58,339.33)
     three = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))),
@@ -175,19 +176,23 @@ _TIERS = load_prices()["rates"]["custom_metric_month"]["tiers"]
 
 
 def test_the_data_missing_alarm_reads_seven_metrics_of_each_cluster(project, project_dir):
-    """A metric-math alarm over static metrics: billed per metric it reads, one per cluster, and the agent alarm's
-    one metric; none when alarms.expected_gpus is none (the alarms are left out)."""
+    """A metric-math alarm over static metrics: billed per metric it reads, one per cluster (the agent alarm, a
+    Metrics Insights alarm, is billed per kube-state-metrics pod it analyzes); none when alarms.expected_gpus is none
+    (the alarms are left out)."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
     line = _lines(estimates(project, fleet))["data-missing alarms (metric math)"]
     # the exporter DaemonSet's desired, available, updated pods (their most and least), the GPU observations, the
-    # nodes and GPU nodes kube-state-metrics reads, and the desired count's SampleCount (the agent alarm)
-    assert (line["quantity"], line["unit_price"]) == (24, 0.10)
+    # nodes and GPU nodes kube-state-metrics reads
+    assert (line["quantity"], line["unit_price"]) == (21, 0.10)
+    insights = _lines(estimates(project, fleet))["GPU and cluster alarms (Metrics Insights)"]
+    assert "+ 3 analyzing the kube-state-metrics pods the agent reads" in insights["basis"]
     none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
-    # its three kube-state-metrics counts and two node series of each cluster, and the exporters' scrapes its
-    # per-node alarm reads (counted per GPU); the cluster's GPU temperature stays: the widgets' PERIOD() lines read it
+    # its three kube-state-metrics counts and two node series of each cluster, the desired count per
+    # kube-state-metrics pod (one a cluster), and the exporters' scrapes its per-node alarm reads (counted per GPU); the
+    # cluster's GPU temperature stays: the widgets' PERIOD() lines read it
     assert _lines(none)["custom metrics"]["quantity"] == \
-        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9 - 6 - 10
+        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9 - 6 - 3 - 10
     # on the Container Insights add-on: seven of the add-on's metrics (running agent, GPU capacity, GPU
     # observations, the exporter DaemonSet's available and unavailable pods under two names); the GPU nodes
     # reporting come from a Metrics Insights query, not a metric of the alarm
@@ -291,7 +296,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_pa
     changed = load_prices(overrides=override)
     result = estimates(everything, fleet, changed)
     assert _lines(result)["custom metrics"]["monthly"] == pytest.approx(
-        (500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 5 * 10 - 10) * 0.60)
+        (500 + 1 * 10 + 10 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 5 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -442,13 +447,13 @@ def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(pro
     assert metrics["monthly"] == pytest.approx((metrics["quantity"] - 10) * 0.30)
     assert 0 < ingestion["quantity"] + storage["quantity"] < 5
     assert ingestion["monthly"] == storage["monthly"] == 0
-    assert lines["data-missing alarms (metric math)"]["quantity"] == 8
+    assert lines["data-missing alarms (metric math)"]["quantity"] == 7
     assert lines["data-missing alarms (metric math)"]["monthly"] == 0
     insights = lines["GPU and cluster alarms (Metrics Insights)"]
     assert insights["monthly"] == pytest.approx(insights["quantity"] * 0.10)  # no free tier for these
     static = estimates(project, Fleet(clusters=1, pods=20, churn=0))["static"]
     per_pod = next(line for line in static["lines"] if line["item"] == "per-pod alarms (static, one per pod)")
-    assert per_pod["monthly"] == pytest.approx((per_pod["quantity"] - 2) * 0.10)  # what the math alarms leave
+    assert per_pod["monthly"] == pytest.approx((per_pod["quantity"] - 3) * 0.10)  # what the math alarms leave
     big = _lines(estimates(project, Fleet(clusters=1, pods=500, churn=0)))["EMF log ingestion (GB)"]
     assert big["monthly"] == pytest.approx((big["quantity"] - 5) * 0.50)
     override = tmp_path / "prices.json"
@@ -457,7 +462,7 @@ def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(pro
     assert paid["custom metrics"]["monthly"] == pytest.approx(metrics["quantity"] * 0.30)
     assert paid["EMF log ingestion (GB)"]["monthly"] == pytest.approx(ingestion["quantity"] * 0.50)
     assert paid["EMF log storage (GB-month)"]["monthly"] == pytest.approx(storage["quantity"] * 0.03)
-    assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.80)
+    assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.70)
 
 
 @pytest.mark.parametrize("args", [("--pods", "4", "--gpus", "3", "--nodes", "5"), ("--pods", "2", "--nodes", "3")])
@@ -470,16 +475,17 @@ def test_more_gpu_nodes_than_gpus_is_a_usage_error(cli, args):
 
 
 def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
-    """exporter.more_daemonsets: kube-state-metrics' three series and a data-missing alarm (seven metrics) per exporter
-    DaemonSet of each cluster, the agent alarm still one per cluster; the cluster's set keeps its GPU field alone."""
+    """exporter.more_daemonsets: kube-state-metrics' three series, the desired count per kube-state-metrics pod and a
+    data-missing alarm (seven metrics) per exporter DaemonSet of each cluster, the agent alarm (a Metrics Insights alarm)
+    still one per cluster; the cluster's set keeps its GPU field alone."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
     pools = load_project(project_dir("exporter:\n  more_daemonsets: [pool-b, gpu-pools/pool-c]\n"))
     one, three = _lines(estimates(project, fleet)), _lines(estimates(pools, fleet))
     line = three["data-missing alarms (metric math)"]
-    assert (line["quantity"], line["unit_price"]) == (3 * 3 * 7 + 3, 0.10)
+    assert (line["quantity"], line["unit_price"]) == (3 * 3 * 7, 0.10)
     assert "9 alarms x 7 metrics" in line["basis"] and "one alarm per exporter DaemonSet" in line["basis"]
-    assert three["custom metrics"]["quantity"] == one["custom metrics"]["quantity"] - 3 * 3 + 3 * 3 * 3
-    assert "3 x 9 exporter DaemonSets" in three["custom metrics"]["basis"]
+    assert three["custom metrics"]["quantity"] == one["custom metrics"]["quantity"] - 3 * 4 + 3 * 3 * 4
+    assert "4 x 9 exporter DaemonSets" in three["custom metrics"]["basis"]
     assert estimates(pools, fleet)["group_by"]["alarms"] == estimates(project, fleet)["group_by"]["alarms"] + 3 * 2
 
 
@@ -507,7 +513,7 @@ def test_each_clusters_own_exporter_daemonsets_are_priced(project_dir):
         line = _lines(estimates(project, Fleet(clusters=2, pods=10, churn=0)))["data-missing alarms (metric math)"]
         # the data-missing rule's alarm per exporter DaemonSet of each cluster
         assert f"{daemonsets} alarms x 7 metrics" in line["basis"], line["basis"]
-        assert line["quantity"] == daemonsets * 7 + 2  # and the agent's alarm, one per cluster
+        assert line["quantity"] == daemonsets * 7  # (the agent's alarm, one per cluster, is a Metrics Insights alarm)
 
 
 # Three pods holding every GPU of two nodes: one pod name in two namespaces, a pod of two GPUs and one of three.

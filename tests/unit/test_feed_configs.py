@@ -94,14 +94,17 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     assert _names(declarations[MIG_POD_SET]) == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
     # the overview's panels per MIG instance
     assert _names(declarations[MIG_INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
-    ksm, nodes = [d for d in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
-                  if d["label_matcher"] == KSM_MATCHER]
+    ksm, nodes, reads = [d for d in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"][
+        "metric_declaration"] if d["label_matcher"] == KSM_MATCHER]
     assert ksm["dimensions"] == [list(CLUSTER_SET)] and _names(ksm) == {
         "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available",
         "kube_daemonset_status_updated_number_scheduled"}
     # and whether a GPU node exists (the job keeps the GPU resources' capacity only)
     assert nodes["dimensions"] == [list(CLUSTER_SET)] and _names(nodes) == {"kube_node_info",
                                                                            "kube_node_status_capacity"}
+    # and the desired count per kube-state-metrics pod: the agent alarm counts each pod's reads apart
+    assert reads["dimensions"] == [[*CLUSTER_SET, "kube_state_metrics_pod"]] and _names(reads) == {
+        "kube_daemonset_status_desired_number_scheduled"}
     jobs = [job["job_name"] for job in _yaml(scrape_map["data"]["prometheus.yaml"])["scrape_configs"]]
     assert jobs == ["dcgm-exporter", "gpudash-kube-state-metrics"]
     assert prometheus["emf_processor"]["metric_unit"]["DCGM_FI_DEV_GPU_UTIL"] == "Percent"
@@ -551,8 +554,9 @@ def test_several_exporter_daemonsets_are_kept_and_published_apart(project_dir, p
     else:
         emf = json.loads(agent_map["data"]["cwagentconfig.json"])["logs"]["metrics_collected"]["prometheus"][
             "emf_processor"]
-    (ksm,) = [d for d in emf["metric_declaration"] if "kube_daemonset" in "".join(d["metric_selectors"])]
+    ksm, reads = [d for d in emf["metric_declaration"] if "kube_daemonset" in "".join(d["metric_selectors"])]
     assert ksm["dimensions"] == [DAEMONSET_SET]
+    assert reads["dimensions"] == [[*DAEMONSET_SET, "kube_state_metrics_pod"]]  # the agent alarm's, per pod
     jobs = {j["job_name"]: j for j in _yaml(scrape_map["data"]["prometheus.yaml"])["scrape_configs"]}
     named = [("monitoring", "gpu-metrics-pool-a"), ("monitoring", "gpu-metrics-pool-b"),
              ("gpu-pools", "pool-c-dcgm-exporter")]
