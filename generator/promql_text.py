@@ -113,13 +113,14 @@ def packed(text: str, free_text: tuple[str, ...] = ()) -> str:
     `\\\\'`) or, with its prometheusSpecialCharsInLabelValues toggle, `"` (as `\\\\\\"`) ends or breaks a
     single-quoted one (tests/integration/test_single_quoted_dashboards.py). Comments are left as they are."""
     pieces = _LITERAL_OR_COMMENT.split(text)  # outside, a literal or comment, outside, ...
-    for k in range(0, len(pieces), 2):
-        if " " in pieces[k]:
-            pieces[k] = _SPARE_SPACE.sub("", pieces[k])
+    # each distinct piece worked out once: a panel's query repeats its pieces (a selector's matchers and variables, the
+    # copies' joins) many times, 3,286 outside pieces and 3,274 literals of 350 and 20 distinct in a per-pod panel's
+    outside = {piece: _SPARE_SPACE.sub("", piece) if " " in piece else piece for piece in set(pieces[0::2])}
+    pieces[0::2] = map(outside.__getitem__, pieces[0::2])
     kept = _references(free_text) if free_text else None
-    for k in range(1, len(pieces), 2):
-        if pieces[k][0] != "#" and not (kept is not None and pieces[k][0] == '"' and kept.search(pieces[k])):
-            pieces[k] = single_quoted(pieces[k])
+    literals = {piece: piece if piece[0] == "#" or (kept is not None and piece[0] == '"' and kept.search(piece))
+                else single_quoted(piece) for piece in set(pieces[1::2])}
+    pieces[1::2] = map(literals.__getitem__, pieces[1::2])
     return "".join(pieces)
 
 
