@@ -2991,7 +2991,11 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 else:
                     blank = (f"({on_instances(True, named)} unless on ({merge.named_apart(True)}) "
                              f"{on_instances(False, named)})")
-                value = (f"sum by ({merge.grouping()}) ({merge(how, series, named)} unless on "
+                # the GPUs a pod is named on at one node and index read once, the highest reading, as its other
+                # panels read them: a GPU named by its UUID where its series carry one and by its node where none
+                # does is two names for the look-back after a rollout dropping or adding the UUID label, and adding
+                # them read the pod's memory twice for one scrape interval (20,010 MiB for 10,010)
+                value = (f"max by ({merge.grouping()}) ({merge(how, series, named)} unless on "
                          f"({merge.named_apart(False)}) {blank})")
         return value
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,

@@ -239,16 +239,19 @@ def _pod_in_rollout(start: int, before: str | None, after: str | None, held_afte
 
 pod_uuid_dropped = backfilled_fixture("pod-uuid-dropped", lambda start: _pod_in_rollout(start, "UUID", None, True),
                                       SPAN, STEP)
+pod_uuid_added = backfilled_fixture("pod-uuid-added", lambda start: _pod_in_rollout(start, None, "UUID", True),
+                                    SPAN, STEP)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A GPU is named by its UUID where its series carry one and by its node and index where none does, and a pod is "
-    "named on the GPUs the scrapes of its look-back named it on: for one scrape interval after a rollout dropping the "
-    "UUID label both exporters' scrapes name the pod, on two GPUs, and 'Framebuffer used by pod' adds them: 20,010 "
-    "MiB for 10,010 at 15 s after the rollout (right from 45 s). The per-GPU and fleet panels choose one GPU per node "
-    "and index (named_gpus' slotted); the per-pod look-back has no such choice."))
-def test_a_pod_reads_its_gpu_once_across_a_rollout_dropping_the_uuid(pod_uuid_dropped):
-    prometheus, start = pod_uuid_dropped
+@pytest.mark.parametrize("story", ["pod_uuid_dropped", "pod_uuid_added"])
+def test_a_pod_reads_its_gpu_once_across_a_rollout_dropping_or_adding_the_uuid(request, story):
+    """A GPU is named by its UUID where its series carry one and by its node and index where none does, and a pod is
+    named on the GPUs the scrapes of its look-back named it on: for one scrape interval after a rollout dropping (or
+    adding) the UUID label both exporters' scrapes name the pod, on two GPUs of one node and index, and 'Framebuffer
+    used by pod' added them: 20,010 MiB for 10,010 at 15 s after the rollout (right from 45 s). The GPUs a pod is named
+    on at one node and index are read once, the higher reading, as the pod's other panels read them (its utilization
+    and its GPUs' power: the highest per node and index)."""
+    prometheus, start = request.getfixturevalue(story)
     shown = {at: panel_at(prometheus, bundled_project(), bundled_panels()["Framebuffer used by pod"], start + at, SPAN)
              for at in AFTER}
     assert shown == {at: {"Pod ml/a": pytest.approx(10_010.0)} for at in AFTER}, shown
