@@ -311,11 +311,11 @@ def test_a_hot_gpu_alerts_once_across_a_rollout_dropping_the_uuid(built):
         for minute in range(26, 60, 2)]}])
 
 
-def _renamed_in_rollout(start: int, before: str | None, after: str | None) -> str:
-    """The story's GPUs scraped with no node target label, the old exporter (given no NODE_NAME) writing its own pod's
-    name into Hostname and the UUID under `before`, the new one the node into hostname and the UUID under `after`
-    (None: under none), the readings 10 more from the rollout."""
-    lines = []
+def _renamed_in_rollout(start: int, before: str | None, after: str | None, node: bool = False) -> str:
+    """The story's GPUs scraped with no node target label (`node`: with gpudash's, node="n1"), the old exporter (given
+    no NODE_NAME) writing its own pod's name into Hostname and the UUID under `before`, the new one the node into
+    hostname and the UUID under `after` (None: under none), the readings 10 more from the rollout."""
+    lines, scraped = [], ',node="n1"' if node else ""
     for metric in FIELDS:
         lines.append(f"# TYPE {metric} gauge")
         for t in range(0, SPAN + 1, STEP):
@@ -326,7 +326,7 @@ def _renamed_in_rollout(start: int, before: str | None, after: str | None) -> st
                 value = more + (watts if metric == "DCGM_FI_DEV_POWER_USAGE" else 40 + gpu)
                 named = f'{uuid}="GPU-n1-{gpu}",' if uuid else ""
                 lines.append(f'{metric}{{gpu="{gpu}",{named}device="nvidia{gpu}",modelName="NVIDIA L4",{host},'
-                             f'instance="{address}:9400",job="gpu-metrics"}} {value:g} {start + t}')
+                             f'instance="{address}:9400",job="gpu-metrics"{scraped}}} {value:g} {start + t}')
     return "\n".join(lines) + "\n# EOF\n"
 
 
@@ -336,6 +336,11 @@ renamed_dropped = backfilled_fixture("renamed-uuid-dropped", lambda start: _rena
                                      SPAN, STEP)
 renamed_none = backfilled_fixture("renamed-uuid-none", lambda start: _renamed_in_rollout(start, None, None),
                                   SPAN, STEP)
+# the same rollouts scraped by gpudash's scrape job, which writes the node the exporter's pod runs on into `node`
+renamed_dropped_node = backfilled_fixture("renamed-uuid-dropped-node",
+                                          lambda start: _renamed_in_rollout(start, "UUID", None, True), SPAN, STEP)
+renamed_none_node = backfilled_fixture("renamed-uuid-none-node",
+                                       lambda start: _renamed_in_rollout(start, None, None, True), SPAN, STEP)
 
 
 RENAMED_WITHOUT_UUID = pytest.mark.xfail(strict=True, reason=(
@@ -344,11 +349,18 @@ RENAMED_WITHOUT_UUID = pytest.mark.xfail(strict=True, reason=(
     "and the new ones as two GPUs of two nodes, and the choice of one GPU per node and index (named_gpus' slotted) "
     "does not meet them: for the look-back after the rollout 'GPUs reporting' reads 4 for 2 and 'Total power draw' "
     "1,620 W for 820 (15, 45 and 90 s after it), whether the old exporter's series carried the UUID or not; with the "
-    "UUID on both sides each GPU counts once."))
+    "UUID on both sides, or a node target label on the series (gpudash's scrape job and ServiceMonitor write it), each "
+    "GPU counts once. The old copies share no label with the new ones but the index (the old exporter's pod name, "
+    "another pod address, no UUID): telling them one GPU takes pairing a GPU whose copies stopped, named like an "
+    "exporter's pod, with one whose copies began within the look-back at its index, anywhere in the cluster (its node "
+    "is unknown), two more readings of each field's copies a naming (some 330 bytes each: ~18 KB for the 27 fields the "
+    "bundled all-metrics dashboard names, which has ~5.8 KB of room), and it would take a GPU whose exporter missed "
+    "one scrape as another node's new GPU at that index came up for that GPU."))
 
 
 @pytest.mark.parametrize("story", ["renamed_kept", pytest.param("renamed_dropped", marks=RENAMED_WITHOUT_UUID),
-                                   pytest.param("renamed_none", marks=RENAMED_WITHOUT_UUID)])
+                                   pytest.param("renamed_none", marks=RENAMED_WITHOUT_UUID), "renamed_dropped_node",
+                                   "renamed_none_node"])
 @pytest.mark.parametrize("title", ["GPUs reporting", "Total power draw"])
 def test_the_fleet_figures_count_each_gpu_once_across_a_rollout_renaming_the_node(request, story, title):
     """node n1's exporter rolled from one naming the node by its own pod's name (Hostname) to one naming it (hostname),
@@ -428,10 +440,16 @@ reindexed_overlap = backfilled_fixture("reindexed-overlap", lambda start: _reind
 
 @pytest.mark.xfail(strict=True, reason=(
     "Two GPUs of one node whose old and new exporters number them apart (A and B as 0 and 1, then 1 and 0), both "
-    "exporters scraped for two intervals of the rollout: each GPU is named at each index it is read under, and the "
-    "choice of one GPU per node and index (named_gpus' slotted) meets the two at each index with alike ranks (both "
-    "fresh, one node name) and keeps GPU A at both: 'Total power draw' reads 610 W (A at 300 and 310) for some 800 to "
-    "820 at 15 and 45 s after the rollout, B left out; before that choice it read 1,620 (each GPU at both indexes)."))
+    "exporters scraped for two intervals of the rollout: a GPU is keyed by its UUID and index, so each is two GPUs for "
+    "the overlap, and the choice of one name per node and index (named_gpus' slotted) meets A and B at each index with "
+    "alike ranks (both fresh, one node name) and may keep A at both: 'Total power draw' reads 610 W (A at 300 and 310) "
+    "for some 800 to 820 at 15 and 45 s after the rollout, B left out; without the choice it read 1,620 (each GPU at "
+    "both indexes). Right takes two rules the choice (one topk per node and index) cannot hold: one index per UUID (a "
+    "choice keyed by the UUID where a GPU has one, told from a node's name by its shape, GPU-...: some 130 bytes a "
+    "naming, ~2.7 KB for the 21 namings of the bundled all-metrics dashboard), and two GPUs with UUIDs never put "
+    "against each other at one index while a GPU named by its node is put against either (not a partition of the "
+    "names, so no grouping does it: each name tested against its index's fresh copies, two more readings of each "
+    "field's copies a naming, ~18 KB); the dashboard has ~5.8 KB of room."))
 def test_two_gpus_numbered_apart_by_overlapping_exporters_each_count_once(reindexed_overlap):
     """Each GPU once, at either exporter's reading, while both are scraped: 800 to 820 W in all."""
     prometheus, start = reindexed_overlap
