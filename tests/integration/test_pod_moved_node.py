@@ -14,7 +14,7 @@ the GPU's latest reading (promql.label_lookback, made for GPUs pods share by tim
 scrape). Before, for up to 120 s after the move ml/mover read its old node's GPU beside the new one, at the old GPU's
 reading after the pod left it: 310 W (60 + 250), 35 % (mean of 0 and 70), 905 MHz, 2 GPUs in "Pods on GPUs". Now the
 targets that named a pod more than 1.5 scrape intervals before its newest naming are left out
-(_Device._naming_targets; panels only: the per-pod alert rules still read the node it left for the look-back). At the
+(_Device._naming_targets), by the panels and, at each step of their window, by the per-pod alert rules. At the
 scrape between (the pod left node a, not yet on c) it shows on node a's GPU for
 the look-back, as a pod that left its GPU does (not compared). Before the move and once the look-back has passed,
 every panel read the truth already (so the harness reads the panels right).
@@ -33,6 +33,7 @@ from generator.project import load_project
 from generator.render.alarms import period_value, prometheus_expression
 from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import backfilled_fixture, range_macros
+from tests.support.promtool_rules import promtool_test, rules  # noqa: F401 (a fixture)
 
 SCRAPE = 30
 SCRAPES = 20
@@ -145,13 +146,53 @@ def test_a_pod_that_moved_node_leaving_its_gpu_to_another_pod_is_read_on_its_new
 
 
 @pytest.mark.parametrize("k", [MOVE - 1, pytest.param(MOVE + 2, marks=pytest.mark.xfail(
-    strict=True, reason="the per-pod rules keep a pod on the node it left for the look-back where its GPU went to "
-                        "another pod at once (no _naming_targets in _Device._stepped: the PrometheusRule's size)")),
-                               MOVE + 5])
+    strict=True, reason="a rule's steps between a pod's last scrape on the node it left and its first on the new node "
+                        "read it on the GPU it left, taken by another pod at once, as a pod that handed its GPU over "
+                        "(test_gpu_handed_over): 450 W for 250 where the period holds such steps")), MOVE + 3, MOVE + 5])
 def test_a_per_pod_rule_reads_a_pod_that_moved_node_leaving_its_gpu_to_another_pod(handed, k):
-    """The rule's 60 s period after the move (its steps all after the pod's first scrape on node c) reads ml/mover at
-    its new GPU's 250 W; it reads 450 W (the GPU it left, ml/next's 200 W, beside it) until the look-back passes."""
+    """The rule's 60 s period reads ml/mover at its new GPU's 250 W once its steps are all after the pod's first scrape
+    on node c (MOVE + 3; at MOVE + 2 the period's first steps, 5 s apart, fall before it, while no scrape names ml/mover
+    anywhere); it read 450 W (the GPU it left, ml/next's 200 W, beside it) until the look-back after the pod's last
+    scrape on node a passed: the rule's steps kept the targets of the node it left (no _naming_targets there)."""
     prometheus, start = handed
     mover = BUSY["mover-c" if k > MOVE else "mover-a"]["power"]
     assert rule_reading(prometheus, start + k * SCRAPE + 25) == {
         "ml/mover": mover, "ml/stay": BUSY["stay"]["power"], **({"ml/next": NEXT["power"]} if k >= MOVE else {})}
+
+
+def _marked_series(k_last: int) -> list[dict[str, str]]:
+    """handed_over's scrapes as Prometheus stores them when it scrapes them (both nodes at each 30 s, from 0 s): a
+    series the scrape after its last no longer holds gets a staleness marker (ml/mover's on node a at MOVE), each
+    target's `up` 1 throughout."""
+    rows: dict[str, list[str]] = {}
+    for k in range(k_last + 1):
+        seen = set()
+        for node, device, pod, readings in handed_over(k):
+            labels = device + (f',container="main",namespace="{pod[0]}",pod="{pod[1]}"' if pod else "")
+            labels = f'DCGM_FI_DEV_POWER_USAGE{{{labels},instance="10.0.0.{ord(node)}:9400",job="gpu-metrics"}}'
+            rows.setdefault(labels, ["_"] * k).append(str(readings["power"]))
+            seen.add(labels)
+        for labels, values in rows.items():
+            if labels not in seen:
+                values.append("stale" if values[-1] not in ("stale", "_") else "_")
+    up = [{"series": f'up{{instance="10.0.0.{ord(node)}:9400",job="gpu-metrics"}}', "values": f"1x{k_last}"}
+          for node in "ac"]
+    return [*up, *({"series": labels, "values": " ".join(values)} for labels, values in rows.items())]
+
+
+def test_a_per_pod_rule_leaves_the_node_a_pod_left_whose_series_there_ended_stale(rules):  # noqa: F811
+    """As Prometheus stores a scrape (not backfilled): ml/mover's series on node a ends with a staleness marker at MOVE,
+    so no instant selector reads its last sample's time at the rule's steps after (the look-back still holds it). The
+    60 s period ending 25 s after scrape MOVE + 3 (its steps all after ml/mover's first scrape on node c, MOVE + 1)
+    reads ml/mover at 250 W; it read 450 W (ml/next's 200 W on the GPU it left, beside it) before the rule's steps
+    left out the targets of the node a pod left."""
+    project = load_project()
+    alarm = Alarm("pod-power", "A pod's GPUs draw much",
+                  Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("pod",)), ">", 280), period_seconds=60)
+    at = (MOVE + 3) * SCRAPE + 25
+    watts = {"mover": BUSY["mover-c"]["power"], "stay": BUSY["stay"]["power"], "next": NEXT["power"]}
+    promtool_test(rules, "pod_moved_node_stale.yaml", [{"interval": f"{SCRAPE}s", "input_series": _marked_series(
+        MOVE + 4), "promql_expr_test": [{"expr": period_value(alarm, project.catalog, project.settings),
+                                         "eval_time": f"{at}s", "exp_samples": [
+                                             {"labels": f'{{namespace="ml",pod="{pod}"}}', "value": value}
+                                             for pod, value in watts.items()]}]}])
