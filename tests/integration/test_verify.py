@@ -27,7 +27,7 @@ from generator.render.scrape import scrape_job
 from tests.support import kube_state
 from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
-from tests.support.projects import builds_kept, projects_kept
+from tests.support.projects import builds_kept, by_value, projects_kept
 from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 from tests.support.verify_deadline import HANG_DETECTOR, deadline
@@ -1532,14 +1532,28 @@ def _applied_dashboards(cluster, settings, namespace="monitoring", relabel=None,
     """The dashboard ConfigMaps of a build of `settings`, as `kubectl apply -n NAMESPACE -f
     build/k8s/grafana-dashboards.yaml` leaves them (`relabel`: what a person or older gpudash left instead;
     `recorded`: with client-side apply's last-applied-configuration annotation, the object it applied)."""
-    for document in yaml.load_all(encode(build(load_project(settings)))["k8s/grafana-dashboards.yaml"],
-                                  Loader=_LOADER):
+    for document in yaml.load_all(_dashboards_file(load_project(settings)), Loader=_LOADER):
         document["metadata"]["namespace"] = namespace
         if recorded:
             document["metadata"]["annotations"][LAST_APPLIED] = json.dumps(document, sort_keys=True)
         if relabel is not None:
             relabel(document["metadata"])
         cluster.configmaps[(namespace, document["metadata"]["name"])] = document
+
+
+_DASHBOARD_FILES: dict[str, bytes] = {}  # a project by value -> its build's k8s/grafana-dashboards.yaml
+
+
+def _dashboards_file(project) -> bytes:
+    """The build's k8s/grafana-dashboards.yaml of `project`, built once per project by value (tests apply the same
+    settings' dashboards in many folders), but where it names the settings' folder."""
+    key = by_value(project)
+    if key not in _DASHBOARD_FILES:
+        text = encode(build(project))["k8s/grafana-dashboards.yaml"]
+        if str(project.settings.base_dir).encode() in text:
+            return text
+        _DASHBOARD_FILES[key] = text
+    return _DASHBOARD_FILES[key]
 
 
 DASHBOARD_MAPS = ("monitoring/gpudash-all-metrics-dashboard, monitoring/gpudash-by-pod-dashboard, "

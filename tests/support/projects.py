@@ -173,6 +173,33 @@ def builds_kept(monkeypatch) -> None:
         return artifacts
 
     monkeypatch.setattr(limits, "checked_build", checked_build)
+    _uids_kept(monkeypatch)
+
+
+_UIDS: dict[str, list[str]] = {}  # a project by value -> the uids of its Grafana dashboards
+
+
+def _uids_kept(monkeypatch) -> None:
+    """verify's dashboard ConfigMaps check renders every Grafana dashboard of the project to know their uids
+    (artifacts.grafana_uids: how many parts a dashboard is cut into only its size tells) at every run where no build
+    of these settings is in the default folder: a fifth of test_verify's own CPU. The uids depend on the project
+    alone: one equal by value to one rendered before gets its uids back, but where they name its settings' folder."""
+    from generator import artifacts
+
+    render = artifacts.grafana_uids
+
+    def grafana_uids(project) -> list[str]:
+        key = by_value(project)
+        if key not in _UIDS:
+            uids = render(project)
+            if any(str(project.settings.base_dir) in uid for uid in uids):
+                return uids
+            if len(_UIDS) >= KEPT_BUILDS:
+                _UIDS.clear()
+            _UIDS[key] = uids
+        return list(_UIDS[key])
+
+    monkeypatch.setattr(artifacts, "grafana_uids", grafana_uids)
 
 
 _LOADED: list = []  # (what a project was loaded from, the project): this worker's latest loaded projects
