@@ -12,8 +12,10 @@ text and evaluated by no one): the same classes, functions and values, without t
 is kept beside gpudash's bytecode (`sdk-code.<tag>.marshal`, written as dataclass_code writes its file), each module's
 with the size and modification time of the source it was compiled from, as the interpreter keeps a module's bytecode
 with its source's: a changed or reinstalled SDK is compiled again, and a cache of another interpreter version, one
-that cannot be read or an entry of another shape is compiled again too. A module the path finder finds without its
-source (bytecode alone) is imported as before.
+that cannot be read or an entry of another shape is compiled again too. Where the code cannot be kept (as bytecode:
+`sys.dont_write_bytecode`, or a folder this process cannot write), a module not held is imported as before, from the
+SDK's own bytecode: compiling it from its source at every run would cost far more than the annotations. So is a
+module the path finder finds without its source (bytecode alone).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class _Finder:
         self.path = path
         self.codes: dict | None = None  # read at the first SDK module (most commands import none)
         self.compiled = 0  # modules this run compiled (not held by the file)
+        self.writable: bool | None = None  # whether they can be written (keeps)
 
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith(SDK + ".") or path is None:
@@ -48,7 +51,7 @@ class _Finder:
 
     def code(self, fullname: str, source_path: str, key: tuple[int, int], read):
         """The module's code: the one kept for its source's size and modification time (`key`), else compiled now
-        from its source (`read(source_path)`)."""
+        from its source (`read(source_path)`) where it can be kept; else None (the module's own bytecode)."""
         if self.codes is None:
             self.codes = _read(self.path)
         held = self.codes.get(fullname)
@@ -59,10 +62,22 @@ class _Finder:
                 code = None
             if type(code) is _CODE:
                 return code
+        if not self.keeps():
+            return None  # compiled at every run, the SDK would cost more than its own bytecode: imported as before
         code = compile(read(source_path), source_path, "exec", flags=_ANNOTATIONS, dont_inherit=True)
         self.codes[fullname] = (key, marshal.dumps(code))
         self.compiled += 1
         return code
+
+    def keeps(self) -> bool:
+        """Whether what this run compiles can be written for the next (as bytecode: not where
+        `sys.dont_write_bytecode` is set, nor into a folder this process cannot write)."""
+        if self.writable is None:
+            folder = os.path.dirname(self.path)
+            while folder and not os.path.isdir(folder):  # the first run makes the folder
+                folder = os.path.dirname(folder)
+            self.writable = not sys.dont_write_bytecode and os.access(folder or os.curdir, os.W_OK)
+        return self.writable
 
     def save(self) -> None:
         """Write the codes when this run compiled a module it did not hold (best effort, as bytecode)."""
@@ -85,7 +100,8 @@ class _Loader(SourceFileLoader):
             stat = os.stat(source_path)
         except OSError:
             return super().get_code(fullname)
-        return self.finder.code(fullname, source_path, (stat.st_size, stat.st_mtime_ns), self.get_data)
+        code = self.finder.code(fullname, source_path, (stat.st_size, stat.st_mtime_ns), self.get_data)
+        return super().get_code(fullname) if code is None else code
 
 
 def install(path: str = _FILE) -> _Finder | None:

@@ -36,9 +36,11 @@ print(json.dumps({"json": json.dumps(board, default=lambda model: model.to_json(
 '''
 
 
-def _run(tmp_path: Path, cache: Path, hooked: bool = True) -> dict:
+def _run(tmp_path: Path, cache: Path, hooked: bool = True, writes: bool = True) -> dict:
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     environment.pop("PYTHONDONTWRITEBYTECODE", None)  # this machine's shells set it; the cache is written as bytecode
+    if not writes:
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
     result = subprocess.run([sys.executable, "-c", PROGRAM, str(cache), "hooked" if hooked else "plain"],
                             capture_output=True, text=True, env=environment, cwd=tmp_path, check=True)
     return json.loads(result.stdout)
@@ -68,6 +70,17 @@ def test_a_changed_source_a_damaged_entry_or_file_is_compiled_again(tmp_path):
         cache.write_bytes(text)
         run = _run(tmp_path, cache)
         assert run["json"] == expected and run["compiled"] > 0
+
+
+def test_where_no_code_can_be_kept_the_sdk_is_imported_from_its_own_bytecode(tmp_path):
+    """Compiled from its source at every run, the SDK would cost a generate far more than its annotations do."""
+    cache = tmp_path / "sdk-code.marshal"
+    plain = _run(tmp_path, cache, hooked=False)
+    run = _run(tmp_path, cache, writes=False)
+    assert (run["compiled"], run["json"], run["annotation"]) == (0, plain["json"], plain["annotation"])
+    assert not cache.exists()
+    _run(tmp_path, cache)  # kept by a run that writes bytecode: then read by one that does not
+    assert _run(tmp_path, cache, writes=False)["annotation"] == "'typing.Optional[str]'"
 
 
 def test_not_installed_once_the_sdk_is_imported():
