@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .reading import decode_utf8, read_bytes
-from .resources import closest_field, field_catalog, known_fields
+from .resources import closest_field, default_counters, field_catalog, known_fields
 from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
 
 KINDS = ("gauge", "counter", "histogram", "summary", "label")
@@ -25,6 +25,11 @@ KINDS = ("gauge", "counter", "histogram", "summary", "label")
 PRESENCE = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK",
             "DCGM_FI_DEV_GPU_UTIL")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The type NVIDIA's counters CSVs (the exporter image's default set, dcp-metrics-included.csv, and default-counters.csv)
+# give a field the bundled CSV types as DCGM means it: an exporter serves it so unless it reads a CSV of the user's
+# (settings `counters`, which names the file the exporter is given); gpudash does not ship the bundled CSV to the
+# exporter. NVLink's total is a throughput in MB/s (units.py), typed counter in every NVIDIA CSV.
+IMAGE_DEFAULT_KINDS = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "counter"}
 # Help text that says a field the catalog of DCGM's fields does not say is a running total (NVIDIA's CSVs: "since boot",
 # "since the driver loaded", "since exporter start", "Cumulative ..."; every such field of theirs is typed counter, and
 # no gauge's help says so).
@@ -379,6 +384,15 @@ def _kind_from_help(name: str, kind: str, help_text: str, unit_key: str, where: 
                          hint="type it counter, as NVIDIA's counters CSVs do, in this file and in the exporter's "
                               "(the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
     return "gauge" if kind == "counter" and UNITS[unit_key].level else kind
+
+
+def image_served_kind(catalog: Catalog, name: str) -> str | None:
+    """The type an exporter on its image's default counters CSV serves `name` as, where the catalog is the bundled CSV
+    and types it otherwise (IMAGE_DEFAULT_KINDS); None where the catalog's CSV is the user's, or they agree."""
+    served = IMAGE_DEFAULT_KINDS.get(name)
+    if served is None or name not in catalog or catalog.get(name).kind == served:
+        return None
+    return served if Path(catalog.source) == default_counters() else None
 
 
 def parse_counters(text: str, source: str = "<counters>") -> Catalog:

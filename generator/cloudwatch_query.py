@@ -75,7 +75,7 @@ from typing import Callable, Iterable
 from .blanks import INCREASE_FLOOR, READING_FLOOR, UNREAD_AT_ZERO
 from .catalog import (MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS,
                       PER_PROCESS_COPIES_ADDED, per_process_copies_added,
-                      Catalog, per_device_headroom)
+                      Catalog, image_served_kind, per_device_headroom)
 from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .model import WORKLOAD_KEYS, Query
@@ -887,6 +887,19 @@ class Layout:
     instances: bool = False  # MIG instances and time-sliced pods arrive as several series of one GPU
 
 
+# agent.pipeline: classic publishes a field as the exporter types it (`# TYPE`), and the bundled counters CSV is not the
+# exporter's: an exporter on its image's default CSV serves the NVLink throughput typed counter, whose differences the
+# JSON path would publish (0 while it holds 300 MB/s, a fall to 100 read as a reset); the OTel pipeline makes every
+# level a Gauge whatever type it is served as (catalog.image_served_kind,
+# tests/integration/test_nvlink_throughput_level.py)
+SERVED_UNLIKE = ("agent.pipeline: classic publishes {name} as the exporter types it, and an exporter on its image's "
+                 "default counters CSV (NVIDIA's) types it {served}: the agent would publish the differences between its "
+                 "readings (0 while the reading holds); the bundled counters CSV, which types it as DCGM means it, is "
+                 "not the exporter's")
+SERVED_UNLIKE_FIX = ("set agent.pipeline: otel, which publishes it as it reads, or set `counters` to the CSV the exporter "
+                     "reads (DCGM_EXPORTER_COLLECTORS), typing it as DCGM means it")
+
+
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
          layout: Layout | None = None, pod_gpus: bool = True) -> Plan:
     """How CloudWatch computes `query` per `period` so that it means what Prometheus means; on a
@@ -895,6 +908,10 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     each dimension's value ahead, nor in a rule's MIG alarm, which judges the MIG instances a pod holds as the rule's
     MIG branch does: they read the pod's series as before)."""
     layout = layout or AGENT_LAYOUT
+    if layout is AGENT_LAYOUT and settings.agent.pipeline == "classic":
+        served = image_served_kind(catalog, query.metric)
+        if served is not None:
+            raise Unsupported(SERVED_UNLIKE.format(name=query.metric, served=served), SERVED_UNLIKE_FIX)
     result = _plan(query, catalog, settings, period, alarm, layout, pod_gpus)
     if layout.instances and not result.instances_apart:
         if alarm:

@@ -106,24 +106,53 @@ def test_agent_pipeline_classic_with_nvidias_csv_is_refused_naming_the_line_to_r
     assert f"counters.csv:{number}: type {NVLINK} gauge" in refused.value.hint
 
 
-@pytest.mark.xfail(strict=True, reason="on agent.pipeline: classic the agent's JSON path publishes a field as the "
-                   "exporter types it; gpudash's bundled CSV types the NVLink throughput gauge, but an exporter on its "
-                   "image's default CSV (NVIDIA's, not the bundled file: gpudash does not ship its CSV to the exporter) "
-                   "serves it typed counter, so the JSON path publishes the differences between readings (0 while it "
-                   "holds 300 MB/s, a fall to 100 read as a reset) and nothing refuses the build or warns (verify reads the bundled CSV as the "
-                   "image's default set)")
-def test_agent_pipeline_classic_with_the_bundled_csv_reads_the_throughput_the_exporter_serves_typed_counter(tmp_path):
-    from generator.limits import checked_build
-
-    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
-    project = load_project(tmp_path / "gpudash.yaml")
-    try:
-        files = encode(checked_build(project))
-    except InputError:
-        return  # refused: the truth is not misread
+def _classic_readings(files) -> list[float]:
+    """What the JSON path publishes of the NVLink throughput an exporter serves typed counter (its image's default CSV):
+    300, 300, 100 and 250 MB/s at four scrapes."""
     config, job = agent_config(files[AGENT_FILE])
     scrapes = [Scrape(15.0 * k, f"# TYPE {NVLINK} counter\n"
                       f'{NVLINK}{{gpu="0",UUID="GPU-0",pod="train-0",namespace="ml"}} {value!r}\n',
                       target_labels(job, "ip-10-0-1-1")) for k, value in enumerate((300.0, 300.0, 100.0, 250.0))]
-    published = sorted({(p.timestamp, p.value) for p in Agent(config, job).run(scrapes) if p.metric == NVLINK})
-    assert [value for _, value in published] == [300.0, 300.0, 100.0, 250.0]
+    return [p.value for p in sorted(Agent(config, job).run(scrapes), key=lambda p: p.timestamp) if p.metric == NVLINK]
+
+
+def test_agent_pipeline_classic_with_the_bundled_csv_shows_no_throughput_the_exporter_serves_typed_counter(tmp_path):
+    """gpudash does not ship its CSV to the exporter: on its image's default CSV (NVIDIA's) the exporter serves the NVLink
+    throughput typed counter, and the JSON path publishes a field as it is typed (its differences: 0 while it holds 300
+    MB/s). With the bundled CSV, which types it gauge, agent.pipeline: classic published those differences as "NVLink
+    throughput" and nothing said so. Now no CloudWatch widget reads it, the agent publishes none of it, and the health
+    dashboard says why and what to do; an alarm on it is refused, naming its line. A `counters` CSV of the user's
+    typing it gauge (the exporter's, DCGM_EXPORTER_COLLECTORS) keeps the widget, read as the exporter serves it."""
+    import json
+
+    from generator.limits import checked_build
+    from tests.support.projects import defined_project
+
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
+    files = encode(checked_build(load_project(tmp_path / "gpudash.yaml")))
+    assert _classic_readings(files) == []
+    health = next(json.loads(json.loads(text)["DashboardBody"]) for name, text in files.items()
+                  if name.startswith("cloudwatch/dashboards/") and name.endswith("-health.json"))
+    assert NVLINK not in json.dumps([w for w in health["widgets"] if w["type"] == "metric"])
+    header = json.dumps(health["widgets"][0]["properties"]["markdown"])
+    assert "NVLink throughput (agent.pipeline: classic publishes " + NVLINK + " as the exporter types it" in header
+    assert "set agent.pipeline: otel" in header
+
+    alarm = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+             f"    yield Alarm('nvlink', 'NVLink busy', Condition(Query({NVLINK!r}, 'max', ('node', 'gpu')), '>', 100))\n")
+    (tmp_path / "alarmed").mkdir()
+    with pytest.raises(InputError) as refused:
+        checked_build(defined_project(tmp_path / "alarmed", "agent:\n  pipeline: classic\n", alarms=alarm))
+    assert "nvlink" in refused.value.what and "agent.pipeline: otel" in str(refused.value.hint) + refused.value.what
+
+    (tmp_path / "own").mkdir()
+    shutil.copyfile(load_project().settings.counters_path,
+                    tmp_path / "own" / "counters.csv")
+    (tmp_path / "own" / "gpudash.yaml").write_text("counters: counters.csv\nagent:\n  pipeline: classic\n")
+    own = encode(checked_build(load_project(tmp_path / "own" / "gpudash.yaml")))
+    config, job = agent_config(own[AGENT_FILE])
+    scrapes = [Scrape(15.0 * k, f"# TYPE {NVLINK} gauge\n"
+                      f'{NVLINK}{{gpu="0",UUID="GPU-0",pod="train-0",namespace="ml"}} {value!r}\n',
+                      target_labels(job, "ip-10-0-1-1")) for k, value in enumerate((300.0, 300.0, 100.0, 250.0))]
+    assert [p.value for p in sorted(Agent(config, job).run(scrapes), key=lambda p: p.timestamp)
+            if p.metric == NVLINK and dict(p.dimensions).get("gpu") == "0"] == [300.0, 300.0, 100.0, 250.0]

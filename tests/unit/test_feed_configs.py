@@ -132,7 +132,9 @@ def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
     declarations = _declarations(_agent(encode(build(project)))[1])
     per_pod, per_gpu = _names(declarations[tuple(POD_SET)]), _names(declarations[tuple(GPU_SET)])
     per_instance = _names(declarations[INSTANCE_SET])  # a counter's increase per GPU (rows remapped) is read there only
-    assert per_pod | per_gpu | per_instance == project.used_metrics()
+    # (but the NVLink throughput: with the bundled CSV the exporter serves it typed counter, whose differences the
+    # JSON path would publish, so no widget reads it there)
+    assert per_pod | per_gpu | per_instance == project.used_metrics() - {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"}
     assert "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS" in per_instance - per_gpu
     # the data-missing alarm's and the PERIOD() lines' field, and the fleet values' readings past 500 GPUs
     assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL",
