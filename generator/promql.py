@@ -978,7 +978,7 @@ PICK_LABEL = "gpudash_pick"  # marks a GPU whose name the node variable matches 
 
 
 def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels,
-                       listing: bool = False, kept: str | None = None) -> str:
+                       listing: bool = False, kept: str | None = None, seen: list[list[str]] | None = None) -> str:
     """gpu_names' candidates in a panel, at each step: every name a copy of `metric` gives the GPU over the dashboard's
     range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus reads once per query, not at each step), ranked by
     its best tier (_tiers; the best weighs most, the last 1), and at each step a quarter rank more where a copy of the
@@ -994,7 +994,12 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     Prometheus CPU for a per-GPU gauge panel named with both together, 1.5 s so). A name present alone (before the range, within the first steps' look-back) reads at most half and is no
     candidate. The tiers are not matched against the node variable: it picks the name chosen (_picked).
     `listing` (the Node variable): the names at the GPU's best tier over the range, each, with no presence: the names
-    its lines carry at some step (both nodes of a replaced one; not an upgraded exporter's old pod name).
+    its lines carry at some step (both nodes of a replaced one; not an upgraded exporter's old pod name); `seen` (the
+    matchers of a picked pod or namespace) weighs half a kind more each copy naming the picked pod, so that of the
+    GPU's names at its best kind those a copy naming the pod carries are listed where any does, every one where none
+    does (the pod named only by an upgraded exporter's copies, which carry its own pod's name): a GPU on node-a held by
+    the picked pod, then on node-b (a node replaced on the same hardware) held by another, listed node-b too, where the
+    per-GPU panels draw nothing of the pod (tests/integration/test_node_variable_pod_picked.py).
     `kept` (_filtered_gpus): only the copies of the GPUs it holds are ranked, each GPU's every copy."""
     tiers = _tiers(metric, matchers, labels, None)
     terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {weight:g}" if weight != 1 else "")
@@ -1002,7 +1007,12 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
     gpu_name = _listed((labels.cluster, GPU_LABEL, "gpu", labels.node))
     if listing:
-        ranks = f"max by ({gpu_name}) ({coalesced_gpu('(' + ' or '.join(terms) + ')', labels)})"
+        ranked = "(" + " or ".join(terms) + ")"
+        if seen is not None:  # half a kind more for a copy naming the picked pod, none for the others (`+` matches each)
+            copies = f"present_over_time({{}}[{DASHBOARD_RANGE}] @ end())"
+            ranked = (f"({ranked} + ({_raw(metric, seen, [], copies)} / 2 or "
+                      f"{copies.format(selector(metric, matchers))} * 0))")
+        ranks = f"max by ({gpu_name}) ({coalesced_gpu(ranked, labels)})"
         return f"({ranks} == on ({gpu}) group_left () max by ({gpu}) ({ranks}))"
     every, seconds = selector(metric, matchers), _seconds(resolution)
     # the tiers named and ordered (_name_order: the name alone decides it) where every term is read at the range's
@@ -3597,12 +3607,17 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     return _picked(named, node, labels) if stepped and node is not None else named
 
 
-def listed_names(metrics: tuple[str, ...], matchers: list[str], resolution: str, labels: Labels) -> str:
+def listed_names(metrics: tuple[str, ...], matchers: list[str], resolution: str, labels: Labels,
+                 seen: list[list[str]] | None = None) -> str:
     """The Node variable's names of each GPU (cluster, GPU_LABEL, index, node) of any of `metrics` (the first that has
     the GPU): those at its best tier over the dashboard's range (_whole_range_names' `listing`), the names its lines
-    carry in the range's panels."""
+    carry in the range's panels; `seen` (the matchers of a picked pod or namespace), of those the names a copy naming
+    the picked pod carries where any does, told by the first metric (catalog.PRESENCE: one every GPU reports; a GPU
+    without it lists every name at its best kind, as before): told by each, the bundled dashboards' Node variable grew
+    1,678 bytes (every dashboard), by the first 336."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    names = [_whole_range_names(metric, matchers, resolution, labels, listing=True) for metric in metrics]
+    names = [_whole_range_names(metric, matchers, resolution, labels, listing=True, seen=None if k else seen)
+             for k, metric in enumerate(metrics)]
     return names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
 
 

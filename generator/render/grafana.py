@@ -98,7 +98,8 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         # node its lines carry left out (tests/integration/test_node_variable_pod_picked.py)
         everywhere = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("namespace", "pod")))
         (matchers,) = everywhere.matchers(labels)
-        series = listed_names(metrics, matchers, f"{settings.scrape.seconds}s", labels)
+        picked = scope.matchers(labels) if everywhere != scope else None
+        series = listed_names(metrics, matchers, f"{settings.scrape.seconds}s", labels, seen=picked)
         if everywhere != scope:
             gpu = ", ".join(dict.fromkeys((labels.cluster, GPU_LABEL, "gpu")))
             held = " or ".join(on_node(metric, scope.matchers(labels), labels) for metric in metrics)
