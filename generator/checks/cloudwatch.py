@@ -66,10 +66,10 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str],
             options: Options, metric_name: str | None = None,
-            values: tuple[tuple[str, str], ...] = ()) -> dict[str, list[list[str]]]:
+            values: tuple[tuple[str, str], ...] = (), every_page: bool = False) -> dict[str, list[list[str]]]:
     """Dimension names of each wanted metric listed for the cluster (recently active), pages read until all
-    are found (or the deadline passes); `metric_name` lists that metric only, `values` (dimension, value) those with
-    these dimension values too."""
+    are found (`every_page`: to the last, for every dimension set of each) or the deadline passes; `metric_name` lists
+    that metric only, `values` (dimension, value) those with these dimension values too."""
     kwargs = {"Namespace": namespace, "RecentlyActive": "PT3H", **({"MetricName": metric_name} if metric_name else {})}
     if CLUSTER_DIMENSION in declared:
         kwargs["Dimensions"] = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name},
@@ -93,7 +93,7 @@ def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: se
             if name in wanted:
                 found.setdefault(name, []).append(sorted(d.get("Name", str) for d in item.items("Dimensions")))
         token = answer.get("NextToken", str, "")
-        if not token or wanted <= set(found):
+        if not token or (wanted <= set(found) and not every_page):
             return found
         if token == kwargs.get("NextToken"):  # the same page again: paging would never end
             raise OddAnswer(source, "NextToken", token, "a token for the next page",
@@ -134,22 +134,35 @@ def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
 def _daemonset_counts(cloudwatch, settings, cluster, options: Options) -> Check:
     """The data-missing alarm's expected signal arrives: kube-state-metrics' desired count of the exporter DaemonSet
     the settings name, which the agent publishes with [ClusterName] (with [ClusterName, namespace, daemonset] for each
-    of several: exporter.more_daemonsets); without it the alarm is in ALARM for good."""
-    from ..data_missing import DESIRED, ksm_dimensions, ksm_set
+    of several: exporter.more_daemonsets); without it the alarm is in ALARM for good. And the agent alarm's: the first
+    DaemonSet's desired count per kube-state-metrics pod (data_missing.agent_set), without which it never fires."""
+    from ..data_missing import DESIRED, agent_set, ksm_dimensions, ksm_set
     from ..exporter_styles import named_daemonsets
 
     namespace = settings.cloudwatch.namespace
     name = f"{cluster.name} data-missing signals"
     dims = sorted(ksm_set(settings))
-    missing, named = [], named_daemonsets(settings, cluster)
-    for each in named:
+    missing, named, per_pod = [], named_daemonsets(settings, cluster), False
+    for index, each in enumerate(named):
         values = tuple((d["Name"], d["Value"]) for d in ksm_dimensions(settings, cluster, each)
                        if d["Name"] != CLUSTER_DIMENSION)
+        # the first DaemonSet's every set: the agent alarm reads its count per kube-state-metrics pod
         sets = _listed(cloudwatch, namespace, cluster, [CLUSTER_DIMENSION], {DESIRED}, options, DESIRED,
-                       values).get(DESIRED, [])
+                       values, every_page=not index).get(DESIRED, [])
         if dims not in sets:
             missing.append(f"{each[0]}/{each[1]}")
+        per_pod = per_pod or (not index and sorted(agent_set(settings)) in sets)
     daemonset = ", ".join(missing) or ", ".join(f"{ns}/{n}" for ns, n in named)
+    if not missing and not per_pod:
+        return Check(GROUP, name, WARN,
+                     f"no {DESIRED} [{', '.join(agent_set(settings))}] in {namespace} for {cluster.name} in the last "
+                     f"3 h (the exporter DaemonSet {named[0][0]}/{named[0][1]}), though it arrives with "
+                     f"[{', '.join(ksm_set(settings))}]: the agent alarm counts the agent's reads of each "
+                     f"kube-state-metrics pod in it and never fires without it, an agent in a crash loop unseen "
+                     f"(ListMetrics lists a new metric up to {LISTING_DELAY_MINUTES} minutes late)",
+                     f"apply {built(agent_file(cluster.name))} (its kube-state-metrics job writes the pod into "
+                     f"kube_state_metrics_pod; the agent publishes the count with it) and restart the "
+                     f"{settings.agent.namespace} cwagent-prometheus Deployment")
     if not missing:
         return Check(GROUP, name, OK, f"{DESIRED} [{', '.join(ksm_set(settings))}] arriving (the exporter "
                      f"DaemonSet{'s' if len(named) > 1 else ''} {daemonset})")

@@ -1033,6 +1033,35 @@ def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_mi
     assert checks[name]["fix"].startswith("check that exporter.daemonset names the exporter DaemonSet")
 
 
+def test_cloudwatch_without_the_count_per_kube_state_metrics_pod_warns_that_the_agent_alarm_never_fires(stack, moto):
+    """The agent alarm counts the desired count the agent publishes with [ClusterName, kube_state_metrics_pod], which
+    the agent's kube-state-metrics job makes by writing each pod into that label. An agent still running a
+    prometheus.yaml without it publishes the [ClusterName] count alone: the data-missing alarm reads it, the agent
+    alarm has nothing to count and never fires (an agent in a crash loop unseen), and verify said all was well."""
+    _, verify = stack
+    only_cloudwatch = ("--skip", "kube", "--skip", "exporter", "--skip", "prometheus")
+    name = ("cloudwatch", "gpu-cluster data-missing signals")
+    moto.reset()
+    moto.put_dcgm_metrics(WORKLOAD_POD, daemonset_counts=False)
+    desired = {"MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 2,
+               "Dimensions": [{"Name": "ClusterName", "Value": "gpu-cluster"}]}
+    moto.client("cloudwatch", "us-east-1").put_metric_data(Namespace="ContainerInsights/Prometheus",
+                                                           MetricData=[desired])
+    code, checks = verify(*only_cloudwatch)
+    assert code == 0 and (checks[name]["status"], checks[name]["detail"]) == ("warn", (
+        "no kube_daemonset_status_desired_number_scheduled [ClusterName, kube_state_metrics_pod] in "
+        "ContainerInsights/Prometheus for gpu-cluster in the last 3 h (the exporter DaemonSet "
+        "gpu-operator/nvidia-dcgm-exporter), though it arrives with [ClusterName]: the agent alarm counts the agent's "
+        "reads of each kube-state-metrics pod in it and never fires without it, an agent in a crash loop unseen "
+        "(ListMetrics lists a new metric up to 15 minutes late)")), checks[name]
+    assert checks[name]["fix"].startswith("apply build/k8s/cwagent-prometheus-config-gpu-cluster.yaml")
+    per_pod = {**desired, "Dimensions": [*desired["Dimensions"],
+                                         {"Name": "kube_state_metrics_pod", "Value": "monitoring/ksm-0"}]}
+    moto.client("cloudwatch", "us-east-1").put_metric_data(Namespace="ContainerInsights/Prometheus",
+                                                           MetricData=[per_pod])
+    assert verify(*only_cloudwatch)[1][name]["status"] == "ok"
+
+
 def test_cloudwatch_names_each_exporter_daemonset_whose_count_is_missing(stack, moto, tmp_path):
     """exporter.more_daemonsets: the agent publishes each DaemonSet's desired count with [ClusterName, namespace,
     daemonset] and each DaemonSet has its alarm; verify's cloudwatch group looks for each, and names the ones whose
@@ -1049,7 +1078,11 @@ def test_cloudwatch_names_each_exporter_daemonset_whose_count_is_missing(stack, 
         {"MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 2,
          "Dimensions": [{"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "namespace", "Value": namespace},
                         {"Name": "daemonset", "Value": daemonset}]}
-        for namespace, daemonset in (("gpu-operator", "nvidia-dcgm-exporter"), ("gpu-pools", "pool-c"))])
+        for namespace, daemonset in (("gpu-operator", "nvidia-dcgm-exporter"), ("gpu-pools", "pool-c"))] + [
+        {"MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 2,
+         "Dimensions": [{"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "namespace", "Value": "gpu-operator"},
+                        {"Name": "daemonset", "Value": "nvidia-dcgm-exporter"},
+                        {"Name": "kube_state_metrics_pod", "Value": "monitoring/ksm-0"}]}])
     code, checks = verify(*only_cloudwatch)
     assert code == 0 and (checks[name]["status"], checks[name]["detail"]) == ("warn", (
         "no kube_daemonset_status_desired_number_scheduled [ClusterName, namespace, daemonset] in "

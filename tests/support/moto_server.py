@@ -483,6 +483,8 @@ def _backend_app(service: str):
 # The services gpudash calls (CloudWatch, and the tagging API for alarms' tags in bulk): their applications are made
 # when the server starts serving in-process, not by the first call's thread (see `_ready_for_threads`)
 CALLED = ("cloudwatch", "resourcegroupstaggingapi")
+# the kube-state-metrics pod whose reads the agent alarm counts (the agent's job writes its namespace/name)
+KSM_POD = "kube-system/kube-state-metrics-6d4f9c7b8-x2k9p"
 
 
 def _ready_for_threads(server: "MotoServer") -> None:
@@ -598,7 +600,8 @@ class MotoServer(LoopbackServer):
                          daemonset_counts: bool = True) -> None:
         """Datapoints as the CloudWatch agent publishes them for one GPU a workload pod holds (the per-pod
         and the per-GPU dimension sets), and (`daemonset_counts`) the exporter DaemonSet's desired count that its
-        kube-state-metrics job publishes with [ClusterName]: what verify samples."""
+        kube-state-metrics job publishes with [ClusterName] and with [ClusterName, kube_state_metrics_pod] (the agent
+        alarm's): what verify samples."""
         # one PutMetricData call for all nine (the API takes up to 1,000 datapoints a call): the same stored data
         self.client("cloudwatch", region).put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
             "MetricName": metric, "Value": 50, "Dimensions": [
@@ -607,7 +610,8 @@ class MotoServer(LoopbackServer):
                            "DCGM_FI_DEV_POWER_USAGE")
             for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu})] + [{
                 "MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 2,
-                "Dimensions": [{"Name": "ClusterName", "Value": cluster}]}] * daemonset_counts)
+                "Dimensions": [{"Name": "ClusterName", "Value": cluster}, *extra]}
+                for extra in ([], [{"Name": "kube_state_metrics_pod", "Value": KSM_POD}])] * daemonset_counts)
 
 
 def as_sent(request, parts) -> tuple[str, str, list[tuple[str, str]], bytes]:
