@@ -51,6 +51,7 @@ from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_P
                       PER_PROCESS_FIELDS, Catalog, own_labels_of, per_device_headroom, successive_labels)
 from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP, COUNTER_GROUPS
+from .promql_groups import aggregated as brief_aggregation
 from .promql_text import quoted, regex_literal
 from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, UUID_LABELS
 from .settings import Labels, Settings
@@ -2663,7 +2664,7 @@ class _Merge:
             each = [f"max by ({self._copy(own, True)}) ({coalesced_gpu(s, self.labels)})"
                     for s in fields]
             value = each[0] if len(each) == 1 else "(" + " + ".join(each) + ")"
-            return value if apart else f"{how} by ({self._copy(own, False)}) ({value})"
+            return value if apart else brief_aggregation(how, self._copy(own, False), value)
         value = per_copy(fields)
         on = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own), *COPY_LABELS))
         later = value
@@ -2687,7 +2688,7 @@ class _Merge:
             candidates = f"({candidates} unless on ({on}) {self._incomplete(own, *blanks)})"
         elif chosen is not None and not fresh:
             return f"max by ({self._keep(own, apart)}) {candidates}"
-        return f"max by ({self._keep(own, apart)}) (topk by ({identity}) (1, {candidates}))"
+        return brief_aggregation("max", self._keep(own, apart), f"topk by ({identity}) (1, {candidates})")
 
     def _highest_of_all(self, how: str, fields: tuple[str, ...], own: tuple[str, ...], chosen: str | None,
                         fresh: tuple[str, ...], blanks: object, identity: str) -> bool:
@@ -3454,7 +3455,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
-            per_gpu_ = f"{how} by ({inner}) ({value})"
+            per_gpu_ = brief_aggregation(how, inner, value)
             if held is not None:
                 per_gpu_ = f"({per_gpu_} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {held})"
             return per_gpu_ if alert else gpus(per_gpu_, how, None)
