@@ -734,9 +734,9 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))"
     # the side naming a pod: the picked pods' (`naming`) by any pod label, as exact as the regex and shorter: a series
     # both sides read (an exporter pod's, its namespace picked) is read without a pod (`or` keeps the left side's); in
-    # `recent` (a GPU without a UUID, which dcgm-exporter always writes) it holds the GPU. At All (`marked`) by any pod
-    # label too, as _left_idle says
-    named = pod_named(labels, not marked and naming is None)
+    # `recent` (a GPU without a UUID, which dcgm-exporter always writes) it holds the GPU. At All (`marked`) as every
+    # other reading of a pod: an exporter pod's `pod` is none (pod_named)
+    named = pod_named(labels, marked or naming is None)
     naming = branches if naming is None else naming
     if marked:  # one selector of every series, a naming one's time NAMED_LATER later (NAMED_MARK: by its pod label)
         times = _marked(_raw(metric, branches, [], latest), labels)
@@ -788,7 +788,7 @@ def pod_named(labels: Labels, exporters: bool = True) -> str:
     named like the DaemonSet) is read as none, and verify names it. An exporter run as a sidecar in the
     workload's pod is scraped as that pod, named otherwise: it holds the GPU.
     Not `exporters`: any pod label, an exporter pod's too (the per-GPU panels' judgement of a GPU a picked pod left,
-    _left_idle: the picked pods' series, and at All as it says)."""
+    _left_idle: the picked pods' series)."""
     if labels.exporter_pods is None or not exporters:
         return f'{labels.pod}!=""'
     return f"{labels.pod}!~{quoted('|' + labels.exporter_pods)}"
@@ -802,9 +802,11 @@ def pod_unnamed(labels: Labels) -> str:
 
 
 def _marked(series: str, labels: Labels) -> str:
-    """`series` with NAMED_MARK set on those carrying a pod label, an exporter pod's too (idle_gpus' `marked`, as
-    _left_idle says)."""
-    return f'label_replace({series}, "{NAMED_MARK}", "1", {quoted(labels.pod)}, ".+")'
+    """`series` with NAMED_MARK set on those naming a workload pod (pod_named: an exporter pod's name marks none)."""
+    marked = f'label_replace({series}, "{NAMED_MARK}", "1", {quoted(labels.pod)}, ".+")'
+    if labels.exporter_pods is None:
+        return marked
+    return f'label_replace({marked}, "{NAMED_MARK}", "", {quoted(labels.pod)}, {quoted(labels.exporter_pods)})'
 
 
 # added to a naming series' sample time in idle_gpus: a tenth of Prometheus' millisecond, so the newest of a GPU's
@@ -1286,16 +1288,14 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     (test_rolled_copy_pod_started), and a drained node's GPU, written idle once before its exporter ended, was drawn
     again at the idle 60 W for an interval two intervals later (test_pod_ended_by_drain). Their cost at All: see
     docs/performance.md.
-    The series left read any pod label as a pod's, an exporter pod's too: with a pod picked (`held`), one on a GPU
-    idle_gpus reads idle is left out all the same. At All the marking and the recent naming series do too (reading an
-    exporter pod as no pod there, pod_named's regex in three more selectors, took the defaults' all-metrics ConfigMap
-    4,725 bytes more than with a pod picked alone, past the 258,048 a part holds): a GPU's value is its fresh reading
-    whichever pod its series name, but through a ServiceMonitor keeping its target's pod, with exporter.virtual_gpus a
-    GPU a pod left is read from that pod's copy at the step it left ('Framebuffer in use' 22 % for 19 %:
-    test_exporter_pod_as_no_pod's xfail)."""
+    With a pod picked (`held`) the series left read any pod label as a pod's, an exporter pod's too: one on a GPU
+    idle_gpus reads idle is left out all the same. At All the series left, their marking and the recent naming series
+    read an exporter pod's `pod` as no pod (pod_named): read as a pod's there, through a ServiceMonitor keeping its
+    target's pod, with exporter.virtual_gpus a GPU a pod left was read from that pod's copy at the step it left
+    ('Framebuffer in use' 22 % for 19 %: test_exporter_pod_as_no_pod)."""
     anyone = _unscoped(branches, labels)
-    pod = pod_named(labels, False)
-    named = [m for m in extra if m not in (pod_named(labels), pod)]
+    pod = pod_named(labels, not held)
+    named = [m for m in extra if m not in (pod_named(labels), pod_named(labels, False))]
     gate = [workload_picked(picked, held)] if picked else []  # read with a pod or namespace picked (held), or at All
     left = _raw(metric, branches, [*named, *([] if held else gate), pod],
                 f"present_over_time({{0}}[{within}])")

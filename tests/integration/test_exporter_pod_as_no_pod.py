@@ -18,9 +18,9 @@ answer every panel (at All, with a pod that left its GPU picked, with a namespac
 alert alike; the exporter pod is in no answer. Before, 'Pods on GPUs' listed gpu-operator/nvidia-dcgm-exporter-x7k2p
 holding 3 GPUs (its idle GPU 1, GPU 3 and MIG instance 2), the namespace variable listed gpu-operator, the idle alert
 judged the exporter pod idle on them, and a per-GPU panel with the pod or namespace picked drew the GPU the pod left
-(node-a GPU 1 at 0 %) for the look-back after. A per-GPU panel at All reads an exporter pod as a pod
-(promql._left_idle): with exporter.virtual_gpus, 'Framebuffer in use' at the step the pod left (strict
-xfail).
+(node-a GPU 1 at 0 %) for the look-back after, and at All, with exporter.virtual_gpus, 'Framebuffer in use' read
+22 % for 19 % at the step the pod left (the GPU read from the pod's share: promql._left_idle read an exporter pod as
+a pod there).
 
 A workload pod named as the exporter DaemonSet's pods are (`nvidia-dcgm-exporter-` and five of Kubernetes' generated
 characters: a Job so named) reads as no pod too, whatever its namespace: a selector cannot test the pod and its
@@ -168,18 +168,11 @@ def _wrong(servers, name: str, target: dict, picked: str) -> dict:
             if _differ(truth[at], shown.get(at, {}))}
 
 
-# a per-GPU panel at All reads any pod label as a pod's (promql._left_idle)
-AT_ALL = ("a per-GPU panel at All reads an exporter pod's `pod` as a pod's (promql._left_idle: as no pod "
-          "there its regex took 4,725 bytes more of the defaults' all-metrics dashboard, past what one ConfigMap "
-          "holds): through a ServiceMonitor keeping its target's pod, with exporter.virtual_gpus 'Framebuffer in use' "
-          "reads 22 % for 19 % at the step the pod left")
 SHOWN = [(name, title, target, picked) for name, title, target in TARGETS for picked in sorted(PICKED)]
 
 
-@pytest.mark.parametrize("name, title, target, picked", [
-    pytest.param(*shown, marks=[pytest.mark.xfail(strict=True, reason=AT_ALL)]
-                 if (*shown[:2], shown[3]) == ("virtual_gpus", "Framebuffer in use", "all") else [])
-    for shown in SHOWN], ids=[f"{n}/{t}/{i}-{p}" for i, (n, t, _, p) in enumerate(SHOWN)])
+@pytest.mark.parametrize("name, title, target, picked", SHOWN,
+                         ids=[f"{n}/{t}/{i}-{p}" for i, (n, t, _, p) in enumerate(SHOWN)])
 def test_every_panel_reads_the_exporter_pod_as_no_pod(servers, name, title, target, picked):
     """Every panel at All, with the pod that left picked and with a namespace picked."""
     wrong = _wrong(servers, name, target, picked)

@@ -354,7 +354,7 @@ RENAMED_WITHOUT_UUID = pytest.mark.xfail(strict=True, reason=(
     "another pod address, no UUID): telling them one GPU takes pairing a GPU whose copies stopped, named like an "
     "exporter's pod, with one whose copies began within the look-back at its index, anywhere in the cluster (its node "
     "is unknown), two more readings of each field's copies a naming (some 330 bytes each: ~18 KB for the 27 fields the "
-    "bundled all-metrics dashboard names, which has ~4.8 KB of room as its cut counts it), and it would take a GPU "
+    "bundled all-metrics dashboard names, which has ~3.2 KB of room as its cut counts it), and it would take a GPU "
     "whose exporter missed one scrape as another node's new GPU at that index came up for that GPU."))
 
 
@@ -449,7 +449,7 @@ reindexed_overlap = backfilled_fixture("reindexed-overlap", lambda start: _reind
     "naming, ~2.7 KB for the 21 namings of the bundled all-metrics dashboard), and two GPUs with UUIDs never put "
     "against each other at one index while a GPU named by its node is put against either (not a partition of the "
     "names, so no grouping does it: each name tested against its index's fresh copies, two more readings of each "
-    "field's copies a naming, ~18 KB); the dashboard has ~4.8 KB of room as its cut counts it."))
+    "field's copies a naming, ~18 KB); the dashboard has ~3.2 KB of room as its cut counts it."))
 def test_two_gpus_numbered_apart_by_overlapping_exporters_each_count_once(reindexed_overlap):
     """Each GPU once, at either exporter's reading, while both are scraped: 800 to 820 W in all."""
     prometheus, start = reindexed_overlap
