@@ -1053,8 +1053,13 @@ def _present(every: str, seconds: int, kept: str = "") -> str:
     scrape interval (`seconds`), 0.25 where it has one within the look-back (label_lookback) alone. Its highest per
     name is what a quarter for a copy within the look-back and another for one within the interval add up to (a
     sample within the interval is one within the look-back): one series a copy, not two. `kept`: a filter of the
-    copies (`and ...`)."""
-    present = (f"present_over_time({every}[{seconds * 1000}ms]) * 0.5 or present_over_time({every}"
+    copies (`and ...`). A fresh copy weighs its sample's age in seconds over 1e7 less (an hour's interval 3.6e-4, below
+    the name order's least step, 2^-10), so of names alike at one node and index (named_gpus' `slotted`) the GPU of the
+    copy scraped last wins, the same exporter's at every index: two exporters of a rollout numbering a node's GPUs A and
+    B apart (0 and 1, then 1 and 0), both scraped, met alike at each index and A was kept at both ('Total power draw'
+    610 W for 800 to 820). Targets scraped at one millisecond still tie. A copy marked stale (its target gone, its
+    scrape failed) has no sample the instant reads and weighs its look-back's quarter."""
+    present = (f"(timestamp({every}) - time() >= -{seconds}) / 1e7 + 0.5 or present_over_time({every}"
                f"[{label_lookback(seconds)}]) * 0.25")
     present = f"({present}){kept}" if kept else present
     return f'label_replace({present}, "{FRESH_LABEL}", "1", "", "")'
