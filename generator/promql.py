@@ -2532,7 +2532,14 @@ class _Merge:
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
         kept = (name for name in (*self.kept, *own) if not self.per_uuid or name != self.labels.node)
-        return _listed((self.labels.cluster, node, "gpu", *(INSTANCE_IDENTITY if instances else ()), *kept))
+        # per pod (the outer grouping keeps the pod, not the node): a pod runs on one node, so its GPUs are told apart
+        # by their index alone, whatever node spellings their copies carry
+        slot = () if self.per_pod() else (node,)
+        return _listed((self.labels.cluster, *slot, "gpu", *(INSTANCE_IDENTITY if instances else ()), *kept))
+
+    def per_pod(self) -> bool:
+        """Whether the outer grouping keeps the pod and not the node."""
+        return self.labels.pod in self.kept and self.labels.node not in self.kept and not self.per_uuid
 
     def grouping(self) -> str:
         """The labels of one GPU's (and outer group's) value, MIG instances combined."""
@@ -3010,10 +3017,11 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 else:
                     blank = (f"({on_instances(True, named)} unless on ({merge.named_apart(True)}) "
                              f"{on_instances(False, named)})")
-                # the GPUs a pod is named on at one node and index read once, the highest reading, as its other
-                # panels read them: a GPU named by its UUID where its series carry one and by its node where none
-                # does is two names for the look-back after a rollout dropping or adding the UUID label, and adding
-                # them read the pod's memory twice for one scrape interval (20,010 MiB for 10,010)
+                # the GPUs a pod is named on at one index read once (a pod runs on one node: _Merge.per_pod), the
+                # highest reading, as its other panels read them: a GPU named by its UUID where its series carry one
+                # and by its node where none does is two names for the look-back after a rollout dropping or adding
+                # the UUID label, and adding them read the pod's memory twice for one scrape interval (20,010 MiB for
+                # 10,010)
                 value = (f"max by ({merge.grouping()}) ({merge(how, series, named)} unless on "
                          f"({merge.named_apart(False)}) {blank})")
         return value
