@@ -14,6 +14,11 @@ only when it was written by this very interpreter version (`sys.hexversion` and 
 cannot be read is ignored. It is written (whole, replacing the previous one) when the run compiled a text it did not
 hold, as bytecode is: not where `sys.dont_write_bytecode` is set (PYTHONDONTWRITEBYTECODE) or the folder cannot be
 written.
+
+The file holds what is in use, not every text ever compiled (a checkout's classes change, an upgrade leaves the old
+version's texts, regex_code's patterns follow the command's settings): with each entry it keeps how many writes ago a
+run last used it, and a write keeps only the entries used by one of the last _WRITES runs that wrote the file (and
+only those the writing run used once more than _KEEP remain). A run that compiles nothing writes nothing, as before.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import sys
 
 _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
 _FILE = os.path.join(_FOLDER, f"dataclass-code.{sys.implementation.cache_tag}.marshal")
-_KEEP = 4000  # texts kept at most (gpudash has a few hundred); past it, only those this run used are written
+_KEEP = 2000  # entries kept at most (gpudash has a few hundred texts); past it, only those this run used are written
+_WRITES = 8  # an entry no run writing the file used in this many writes is left out of the next
 _OWN = ("generator", "generator.")
 
 
@@ -41,7 +47,7 @@ def _version() -> tuple[int, bytes]:
 class _Cache:
     def __init__(self, path: str):
         self.path = path
-        self.codes = _read(path)
+        self.codes, self.ages = _read(path)
         self.used: set[str] = set()
         self.compiled = 0  # texts this run compiled (not held by the file)
 
@@ -62,26 +68,33 @@ class _Cache:
         """Write the cache when this run compiled a text it did not hold (best effort, as bytecode)."""
         if not self.compiled or sys.dont_write_bytecode:
             return
-        save(self.path, self.codes, self.used)
+        save(self.path, self.codes, self.used, self.ages)
         self.compiled = 0
 
 
-def save(path: str, codes: dict, used: set) -> None:
-    """Write `codes` (what a run compiled, by its source) to `path` whole, as bytecode is written: not where
-    `sys.dont_write_bytecode` is set or the folder cannot be written. Once it holds more than _KEEP, only those this run
-    `used` are written."""
+def save(path: str, codes: dict, used: set, ages: dict) -> None:
+    """Write `codes` (what a run compiled or read, by its key) to `path` whole, as bytecode is written: not where
+    `sys.dont_write_bytecode` is set or the folder cannot be written. An entry this run `used` is written as used now;
+    one it did not, with its age (`ages`: writes since a run last used it, as read) one more, and not at all past
+    _WRITES; of more than _KEEP left, only those this run used."""
     if sys.dont_write_bytecode:
         return
-    # copies taken at once (a thread left running at exit may still compile): the ones this run used alone once the
-    # file would hold more than _KEEP
-    codes = dict(codes)
-    if len(codes) > _KEEP:
-        codes = {key: codes[key] for key in list(used) if key in codes}
+    # copies taken at once (a thread left running at exit may still compile)
+    codes, used = dict(codes), set(used)
+    kept, kept_ages = {}, {}
+    for key, code in codes.items():
+        before = ages.get(key)
+        age = 0 if key in used else before + 1 if type(before) is int else _WRITES + 1
+        if age <= _WRITES:
+            kept[key], kept_ages[key] = code, age
+    if len(kept) > _KEEP:
+        kept = {key: code for key, code in kept.items() if key in used}
+        kept_ages = dict.fromkeys(kept, 0)
     partial = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(partial, "wb") as stream:
-            stream.write(marshal.dumps((_version(), codes)))
+            stream.write(marshal.dumps((_version(), kept, kept_ages)))
         os.replace(partial, path)  # whole or not at all, also beside another process writing it
     except Exception:  # noqa: BLE001 - a cache that cannot be written is compiled again next time, as bytecode
         try:
@@ -95,16 +108,17 @@ def _own(module_globals: dict) -> bool:
     return isinstance(name, str) and (name == _OWN[0] or name.startswith(_OWN[1]))
 
 
-def _read(path: str) -> dict[str, bytes]:
-    """text -> its code, marshalled: each is loaded only when its class is made (a run makes a few of them)."""
+def _read(path: str) -> tuple[dict, dict]:
+    """key -> its code, marshalled (each is loaded only when its class is made: a run makes a few of them); and key ->
+    how many writes ago a run last used it."""
     try:
         with open(path, "rb") as stream:
-            version, codes = marshal.loads(stream.read())  # marshal.load reads a file a few bytes at a time
-    except Exception:  # noqa: BLE001 - absent, unreadable, truncated or not marshal's: compiled as before
-        return {}
-    if version != _version() or type(codes) is not dict:
-        return {}
-    return codes
+            version, codes, ages = marshal.loads(stream.read())  # marshal.load reads a file a few bytes at a time
+    except Exception:  # noqa: BLE001 - absent, unreadable, truncated, not marshal's or of another shape: compiled as before
+        return {}, {}
+    if version != _version() or type(codes) is not dict or type(ages) is not dict:
+        return {}, {}
+    return codes, ages
 
 
 def _code(data):

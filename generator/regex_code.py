@@ -13,7 +13,8 @@ compiling the pattern again.
 changed pattern can only miss; what cannot be trusted (an entry of another shape, code the engine refuses, a pattern
 with the DEBUG or LOCALE flag, or a compiled pattern given again) goes to `re`'s compiler as before. The file is read
 and written as dataclass_code's is: only when written by this very interpreter version, whole, at exit, when the run
-compiled a pattern it did not hold, not where `sys.dont_write_bytecode` is set.
+compiled a pattern it did not hold, not where `sys.dont_write_bytecode` is set; holding only the patterns runs that
+wrote it lately used (a pattern made from a setting, such as the build folder's name, leaves once no run uses it).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class _Cache:
 
         self.path, self.compiler, self.real = path, compiler, compiler.compile
         self.engine, self.parser = _sre, _parser
-        self.codes = _read(path)
+        self.codes, self.ages = _read(path)
         self.used: set = set()
         self.compiled = 0  # patterns this run compiled (not held by the file)
         self.untrusted = compiler.SRE_FLAG_DEBUG | compiler.SRE_FLAG_LOCALE
@@ -73,7 +74,7 @@ class _Cache:
         """Write the cache when this run compiled a pattern it did not hold (best effort, as bytecode)."""
         if not self.compiled or sys.dont_write_bytecode:
             return
-        save(self.path, self.codes, self.used)
+        save(self.path, self.codes, self.used, self.ages)
         self.compiled = 0
 
 

@@ -38,6 +38,8 @@ class _Finder:
     def __init__(self, path: str) -> None:
         self.path = path
         self.codes: dict | None = None  # read at the first SDK module (most commands import none)
+        self.ages: dict = {}
+        self.used: set = set()  # modules this run imported through the cache
         self.compiled = 0  # modules this run compiled (not held by the file)
         self.writable: bool | None = None  # whether they can be written (keeps)
 
@@ -53,7 +55,7 @@ class _Finder:
         """The module's code: the one kept for its source's size and modification time (`key`), else compiled now
         from its source (`read(source_path)`) where it can be kept; else None (the module's own bytecode)."""
         if self.codes is None:
-            self.codes = _read(self.path)
+            self.codes, self.ages = _read(self.path)
         held = self.codes.get(fullname)
         if type(held) is tuple and len(held) == 2 and held[0] == key and type(held[1]) is bytes:
             try:
@@ -61,11 +63,13 @@ class _Finder:
             except Exception:  # noqa: BLE001 - a damaged entry is compiled again
                 code = None
             if type(code) is _CODE:
+                self.used.add(fullname)
                 return code
         if not self.keeps():
             return None  # compiled at every run, the SDK would cost more than its own bytecode: imported as before
         code = compile(read(source_path), source_path, "exec", flags=_ANNOTATIONS, dont_inherit=True)
         self.codes[fullname] = (key, marshal.dumps(code))
+        self.used.add(fullname)
         self.compiled += 1
         return code
 
@@ -82,7 +86,7 @@ class _Finder:
     def save(self) -> None:
         """Write the codes when this run compiled a module it did not hold (best effort, as bytecode)."""
         if self.compiled and self.codes is not None:
-            save(self.path, self.codes, set(self.codes))
+            save(self.path, self.codes, self.used, self.ages)
             self.compiled = 0
 
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from generator import dataclass_code
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # A module named as gpudash's are, making a frozen dataclass with a default, a factory and a field left out of eq;
@@ -80,13 +82,15 @@ def test_a_second_run_compiles_no_text_and_makes_the_same_class(tmp_path):
 def test_a_damaged_or_foreign_cache_is_compiled_again(tmp_path):
     cache = tmp_path / "codes.marshal"
     first = _run(tmp_path, cache)
-    (hexversion, magic), texts = marshal.loads(cache.read_bytes())
+    (hexversion, magic), texts, ages = marshal.loads(cache.read_bytes())
     damaged = {
-        "another interpreter version": marshal.dumps(((hexversion - 1, magic), texts)),
-        "another bytecode": marshal.dumps(((hexversion, magic[::-1] + b"x"), texts)),
+        "another interpreter version": marshal.dumps(((hexversion - 1, magic), texts, ages)),
+        "another bytecode": marshal.dumps(((hexversion, magic[::-1] + b"x"), texts, ages)),
         "truncated": cache.read_bytes()[:100],
-        "entries that are not code": marshal.dumps(((hexversion, magic), {text: marshal.dumps(1) for text in texts})),
+        "entries that are not code": marshal.dumps(((hexversion, magic), {text: marshal.dumps(1) for text in texts},
+                                                    ages)),
         "not marshal's": b"\x00garbage",
+        "of an earlier shape (no ages)": marshal.dumps(((hexversion, magic), texts)),
     }
     for why, data in damaged.items():
         cache.write_bytes(data)
@@ -122,12 +126,33 @@ def test_past_its_bound_the_cache_keeps_the_texts_the_run_used(tmp_path):
     the run used, not grown further."""
     cache = tmp_path / "codes.marshal"
     first = _run(tmp_path, cache)
-    (version, texts) = marshal.loads(cache.read_bytes())
+    (version, texts, ages) = marshal.loads(cache.read_bytes())
     stale = {f"def __create_fn__():\n def f{n}(): pass\n return f{n}": marshal.dumps(compile("pass", "<string>", "exec"))
              for n in range(50)}
-    cache.write_bytes(marshal.dumps((version, {**stale, **{t: c for t, c in list(texts.items())[1:]}})))
+    cache.write_bytes(marshal.dumps((version, {**stale, **{t: c for t, c in list(texts.items())[1:]}},
+                                     {**dict.fromkeys(stale, 0), **ages})))
     # one text missing: the run compiles it, and writes the file back; with _KEEP below what it holds, only what it used
     result = _run(tmp_path, cache, env={"GPUDASH_TEST_DATACLASS_KEEP": "10"})
     assert result["compiled"] == 1
     kept = marshal.loads(cache.read_bytes())[1]
     assert set(kept) == set(texts) and len(kept) == first["used"]
+
+
+def test_over_many_runs_each_with_classes_of_its_own_the_file_holds_what_is_in_use(tmp_path, monkeypatch):
+    """Classes change (a checkout's edits, an upgrade): the file holds the texts of the runs that wrote it lately, not
+    every text ever compiled."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; the file is written as bytecode
+    path = tmp_path / "codes.marshal"
+    common = [f"def __create_fn__():\n def common{n}(self): return {n}\n return common{n}" for n in range(3)]
+    held = []
+    for run in range(40):
+        cache = dataclass_code._Cache(str(path))
+        for text in [*common, f"def __create_fn__():\n def f(self): return {run}\n return f"]:
+            space = {"__name__": "generator.sample_for_test"}
+            cache.exec(text, space)
+            assert space["__create_fn__"]()(None) in (run, 0, 1, 2)
+        cache.save()
+        held.append(marshal.loads(path.read_bytes())[1])
+    assert len(held[39]) == len(held[19]) < len(common) + 20  # before: one more at every run
+    assert set(common) < set(held[39])
+    assert "return 39\n" in "".join(held[39]) and "return 0\n return f" not in "".join(held[39])

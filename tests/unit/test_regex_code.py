@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from generator import regex_code
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Patterns of every kind the engine takes (groups, names, flags, bytes, classes beyond the Basic Multilingual Plane,
@@ -60,7 +62,7 @@ def test_the_code_kept_is_the_code_re_compiles(tmp_path):
 
     cache = tmp_path / "regex-code.marshal"
     _run(tmp_path, cache)
-    _, codes = marshal.loads(cache.read_bytes())
+    _, codes, _ = marshal.loads(cache.read_bytes())
     assert codes
     for (pattern, flags), (all_flags, code, groups, groupindex, indexgroup) in codes.items():
         parsed = _parser.parse(pattern, flags)
@@ -73,9 +75,38 @@ def test_a_damaged_cache_or_one_of_another_interpreter_is_compiled_as_before(tmp
     cache = tmp_path / "regex-code.marshal"
     expected = _run(tmp_path, cache, hooked=False)["found"]
     _run(tmp_path, cache)
-    version, codes = marshal.loads(cache.read_bytes())
+    version, codes, ages = marshal.loads(cache.read_bytes())
     damaged = {key: (entry[0], [255] * len(entry[1]), *entry[2:]) for key, entry in codes.items()}
-    for text in (marshal.dumps((version, damaged)), marshal.dumps(((0, b""), codes)), b"not marshal"):
+    for text in (marshal.dumps((version, damaged, ages)), marshal.dumps(((0, b""), codes, ages)), b"not marshal"):
         cache.write_bytes(text)
         run = _run(tmp_path, cache)
         assert run["found"] == expected and run["compiled"] > 0
+
+
+def test_over_many_runs_each_with_a_pattern_of_its_own_the_file_holds_what_is_in_use(tmp_path, monkeypatch):
+    """A pattern made from a setting (the build folder's name in the staging folders' pattern) is another at each run
+    that changes the setting: the file holds those of the runs that wrote it lately, not every one ever compiled; a
+    run that compiles nothing writes nothing."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; the file is written as bytecode
+    from re import _compiler
+
+    path = tmp_path / "regex-code.marshal"
+    common = [(r"\A(?:sum|count)\Z", 0), (r"[A-Za-z0-9_|-]+", 0), (r"(?i)S(u)M", 0)]
+    held = []
+    for run in range(40):
+        cache = regex_code._Cache(str(path), _compiler)
+        for pattern, flags in common:
+            assert cache.compile(pattern, flags).match("sum")
+        assert cache.compile(rf"\.build{run}\.new\-([0-9a-f]{{12}})\.lock").fullmatch(f".build{run}.new-{'a' * 12}.lock")
+        cache.save()
+        held.append(marshal.loads(path.read_bytes())[1])
+    assert len(held[39]) == len(held[19]) < len(common) + 20  # before: one more at every run
+    assert {key for key in held[39] if "build" not in key[0]} == set(common)
+    assert rf"\.build39\.new\-([0-9a-f]{{12}})\.lock" in {key[0] for key in held[39]}
+    assert rf"\.build0\.new\-([0-9a-f]{{12}})\.lock" not in {key[0] for key in held[39]}
+    written = path.stat().st_mtime_ns, path.read_bytes()
+    again = regex_code._Cache(str(path), _compiler)
+    for pattern, flags in common:
+        again.compile(pattern, flags)
+    again.save()
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == written and again.compiled == 0

@@ -61,12 +61,12 @@ def test_a_changed_source_a_damaged_entry_or_file_is_compiled_again(tmp_path):
     cache = tmp_path / "sdk-code.marshal"
     expected = _run(tmp_path, cache, hooked=False)["json"]
     _run(tmp_path, cache)
-    version, codes = marshal.loads(cache.read_bytes())
+    version, codes, ages = marshal.loads(cache.read_bytes())
     assert "grafana_foundation_sdk.models.dashboard" in codes
     other_source = {name: ((size + 1, mtime), code) for name, ((size, mtime), code) in codes.items()}
     damaged = {name: (key, code[:len(code) // 2]) for name, (key, code) in codes.items()}
-    for text in (marshal.dumps((version, other_source)), marshal.dumps((version, damaged)),
-                 marshal.dumps(((0, b""), codes)), b"not marshal"):
+    for text in (marshal.dumps((version, other_source, ages)), marshal.dumps((version, damaged, ages)),
+                 marshal.dumps(((0, b""), codes, ages)), b"not marshal"):
         cache.write_bytes(text)
         run = _run(tmp_path, cache)
         assert run["json"] == expected and run["compiled"] > 0
