@@ -882,15 +882,18 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
             fleet_rules += alarm.scope == "fleet"
             per_pod_gpu_rules += _judges_pod_gpus(judged[0].plan.dims, project)
     # the data-missing rule's alarm on the agent's reads, one per cluster of its metric-math alarms on the DCGM source:
-    # a GROUP BY alarm analyzing the cluster's kube-state-metrics pods (one counted)
+    # a GROUP BY alarm analyzing the cluster's kube-state-metrics pods (one counted), each exporter DaemonSet's where a
+    # cluster names several (as many as its metric-math alarms: data_missing.agent_query)
     agent_alarms = 0 if enabled(settings) else math_clusters
-    lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed + agent_alarms, insights_rate,
-                  (cluster_analyzed + agent_alarms) * insights_rate,
+    agent_analyzed = 0 if enabled(settings) else math_alarms
+    lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed + agent_analyzed, insights_rate,
+                  (cluster_analyzed + agent_analyzed) * insights_rate,
                   f"{cluster_alarms} alarms, each analyzing every GPU (or pod, a namespace's) of its cluster"
                   + (f" (the data-missing rule's per node: every GPU node"
                      f"{'' if fleet.nodes is not None else ', counted per GPU without --nodes'})" if per_node else "")
                   + (f" + {agent_alarms} analyzing the kube-state-metrics pod{'s' if agent_alarms != 1 else ''} the "
-                     f"agent reads (the data-missing rule's on the agent's reads; one pod a cluster)"
+                     f"agent reads (the data-missing rule's on the agent's reads; one pod a cluster"
+                     f"{', of each exporter DaemonSet' if agent_analyzed > agent_alarms else ''})"
                      if agent_alarms else ""))]
     # the free tier's alarm metrics: standard alarms that list their metrics (not Metrics Insights alarms)
     free_alarm_metrics = _free(prices, "alarm_metrics")

@@ -390,14 +390,17 @@ def agent_declaration(settings: Settings) -> dict[str, Any]:
             "dimensions": [list(agent_set(settings))], "metric_selectors": [f"^{re.escape(DESIRED)}$"]}
 
 
-def agent_query(settings: Settings, cluster: Cluster, daemonset: tuple[str, str]) -> str:
-    """The agent alarm's Metrics Insights query: each kube-state-metrics target's datapoints of one exporter
-    DaemonSet's desired count per period, a series per target, the fewest first (past 500 targets, those read least)."""
+def agent_query(settings: Settings, cluster: Cluster) -> str:
+    """The agent alarm's Metrics Insights query: each kube-state-metrics target's datapoints of the desired count per
+    period, a series per target (per target and exporter DaemonSet where a cluster names several: the agent's job keeps
+    the cluster's named DaemonSets only, and a sharded kube-state-metrics serves each from one shard, so a shard in a
+    crash loop is seen whichever DaemonSet it serves, as the rule's twin sees its target), the fewest first (past 500,
+    those read least)."""
     dims = agent_set(settings)
-    values = {CLUSTER_DIMENSION: cluster.name, DAEMONSET_NAMESPACE: daemonset[0], DAEMONSET_LABEL: daemonset[1]}
-    where = " AND ".join(f"{quote_identifier(d)} = {quote_string(values[d])}" for d in dims if d != KSM_TARGET)
+    groups = [d for d in dims if d != CLUSTER_DIMENSION]
     return (f"SELECT COUNT({quote_identifier(DESIRED)}) FROM SCHEMA({quote_identifier(settings.cloudwatch.namespace)}, "
-            f"{', '.join(quote_identifier(d) for d in dims)}) WHERE {where} GROUP BY {quote_identifier(KSM_TARGET)} "
+            f"{', '.join(quote_identifier(d) for d in dims)}) WHERE {quote_identifier(CLUSTER_DIMENSION)} = "
+            f"{quote_string(cluster.name)} GROUP BY {', '.join(quote_identifier(d) for d in groups)} "
             f"ORDER BY COUNT() ASC")
 
 

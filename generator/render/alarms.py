@@ -1054,8 +1054,7 @@ def _agent_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[s
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.AGENT_SUFFIX, alarm.severity)
     label = f"{alarm.title} (agent)"
     request = _common(alarm, settings, name, _about(alarm, about, label))
-    # one scrape of a kube-state-metrics pod publishes each DaemonSet's count once: the first's are read
-    query = data_missing.agent_query(settings, cluster, named_daemonsets(settings, cluster)[0])
+    query = data_missing.agent_query(settings, cluster)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"],
                     "Threshold": data_missing.agent_threshold(settings, alarm.period_seconds),
                     "TreatMissingData": "notBreaching",

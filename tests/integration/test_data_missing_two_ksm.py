@@ -181,3 +181,31 @@ def test_a_kube_state_metrics_pod_living_four_minutes_fires_nothing(files):
     target's `up` is 1 at every scrape)."""
     points = _replaced_points(files, lambda k: kube_state.KSM_POD if k < 60 else NEW_PODS[0] if k < 68 else NEW_PODS[1])
     assert _in_alarm_at_any_length(files, points) == set()
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_sharded_kube_state_metrics_shard_in_a_crash_loop_fires_for_the_daemonset_it_serves(tmp_path, pipeline):
+    """kube-state-metrics sharded in two (a StatefulSet's kube-state-metrics-0 and -1, each serving the objects its
+    shard owns): the operator's exporter DaemonSet from shard 0, pool b's from shard 1. Shard 1 answering two minutes
+    of every five from minute 20 to 40, the agent running: pool b's counts reach CloudWatch under half the time, and
+    the rule's twin fires for shard 1's target (its `up`). The agent alarm fires at the minutes of the truth for shard 1
+    and pool b; it read the first DaemonSet's count alone, which shard 1 does not serve, and no alarm fired."""
+    (tmp_path / "gpudash.yaml").write_text(SETTINGS["two DaemonSets"] + SETTINGS[pipeline])
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    shards = [{**kube_state.KSM_POD, "__address__": f"10.0.2.{9 + i}:8080",
+               "__meta_kubernetes_pod_name": f"kube-state-metrics-{i}"} for i in range(2)]
+    pages = [kube_state.payload(EXPORTER, 2, 2), kube_state.payload(None, 0, 0, more=((POOL_B, 2, 2),))]
+    scrapes = [Scrape(k * STEP, _one_gpu_page(node), target_labels(job, node))
+               for node in LOST_NODES[:2] for k in range(AGENT_STEPS)]
+    for k in range(AGENT_STEPS):
+        scrapes += [Scrape(k * STEP, pages[0], discovered(ksm_job, shards[0])),
+                    Scrape(k * STEP + 1, pages[1] if _up_two_minutes_in_five(k) else "",
+                           discovered(ksm_job, shards[1]))]
+    points = Agent(config, job, others=[ksm_job]).run(scrapes)
+    truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_two_minutes_in_five, m)}
+    assert truth and _fired(files, points) == truth
+    states = cloudwatch_eval.alarm(_agent_alarm(files), points, min(truth) * 60)
+    assert [dict(key) for key, state in states.items() if state == "ALARM"] == [
+        {"kube_state_metrics_pod": "monitoring/kube-state-metrics-1", **{k: POOL_B[k] for k in ("namespace", "daemonset")}}]

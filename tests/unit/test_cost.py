@@ -477,7 +477,7 @@ def test_more_gpu_nodes_than_gpus_is_a_usage_error(cli, args):
 def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
     """exporter.more_daemonsets: kube-state-metrics' three series, the desired count per kube-state-metrics pod and a
     data-missing alarm (seven metrics) per exporter DaemonSet of each cluster, the agent alarm (a Metrics Insights alarm)
-    still one per cluster; the cluster's set keeps its GPU field alone."""
+    still one per cluster, analyzing each DaemonSet's count; the cluster's set keeps its GPU field alone."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
     pools = load_project(project_dir("exporter:\n  more_daemonsets: [pool-b, gpu-pools/pool-c]\n"))
     one, three = _lines(estimates(project, fleet)), _lines(estimates(pools, fleet))
@@ -487,6 +487,10 @@ def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
     assert three["custom metrics"]["quantity"] == one["custom metrics"]["quantity"] - 3 * 4 + 3 * 3 * 4
     assert "4 x 9 exporter DaemonSets" in three["custom metrics"]["basis"]
     assert estimates(pools, fleet)["group_by"]["alarms"] == estimates(project, fleet)["group_by"]["alarms"] + 3 * 2
+    # the agent alarm of each cluster analyzes its kube-state-metrics pod's count of each DaemonSet (one pod counted)
+    insights = "GPU and cluster alarms (Metrics Insights)"
+    assert three[insights]["quantity"] == one[insights]["quantity"] + 3 * 2
+    assert "one pod a cluster, of each exporter DaemonSet" in three[insights]["basis"]
 
 
 def test_each_clusters_own_exporter_daemonsets_are_priced(project_dir):
