@@ -84,7 +84,7 @@ def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: se
         if options.remaining() <= 0:
             left = sorted(wanted - set(found))
             raise SlowAnswer(f"{source} was still paging at the deadline ({options.timeout:g} s): {pages} page(s) "
-                             f"read, not yet found: {', '.join(left)}",
+                             f"read, not yet found: {', '.join(left) or 'every dimension set of ' + ', '.join(sorted(wanted))}",
                              hint="raise --timeout, or narrow cloudwatch.dimensions")
         answer = Answer(list_metrics_page(cloudwatch, cluster.region, namespace, source, kwargs), source)
         pages += 1

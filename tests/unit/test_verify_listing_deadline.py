@@ -43,3 +43,23 @@ def test_a_listing_cut_short_while_paging_says_how_far_it_got():
         _listed(OnePage(), "ContainerInsights", CLUSTER, ["ClusterName"], {"DCGM_FI_DEV_GPU_UTIL"}, options)
     assert stopped.value.what == ("CloudWatch ListMetrics in us-east-1 was still paging at the deadline (2 s): 1 "
                                   "page(s) read, not yet found: DCGM_FI_DEV_GPU_UTIL")
+
+
+def test_a_listing_of_every_set_cut_short_says_which_metrics_sets_were_not_all_read():
+    """Every dimension set of a metric wanted (the agent alarm's count per kube-state-metrics pod beside the
+    cluster's): the metric found on the first page, the deadline passing before the next, names what was still read."""
+    options = Options(timeout=2)
+    options.start()
+
+    class OnePage:
+        def call(self, region, operation, what, **kwargs):
+            _past(options)
+            return {"Metrics": [{"MetricName": "kube_daemonset_status_desired_number_scheduled",
+                                 "Dimensions": [{"Name": "ClusterName", "Value": "prod"}]}], "NextToken": "next"}
+
+    with pytest.raises(SlowAnswer) as stopped:
+        _listed(OnePage(), "ContainerInsights", CLUSTER, ["ClusterName"],
+                {"kube_daemonset_status_desired_number_scheduled"}, options, every_page=True)
+    assert stopped.value.what == ("CloudWatch ListMetrics in us-east-1 was still paging at the deadline (2 s): 1 "
+                                  "page(s) read, not yet found: every dimension set of "
+                                  "kube_daemonset_status_desired_number_scheduled")
