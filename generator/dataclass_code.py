@@ -114,7 +114,7 @@ def _read(path: str) -> tuple[dict, dict]:
     try:
         with open(path, "rb") as stream:
             version, codes, ages = marshal.loads(stream.read())  # marshal.load reads a file a few bytes at a time
-    except Exception:  # noqa: BLE001 - absent, unreadable, truncated, not marshal's or of another shape: compiled as before
+    except Exception:  # noqa: BLE001 - absent, unreadable, truncated, not marshal's, another shape: compiled as before
         return {}, {}
     if version != _version() or type(codes) is not dict or type(ages) is not dict:
         return {}, {}

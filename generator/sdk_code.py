@@ -8,22 +8,30 @@ reads them (neither the SDK's code nor gpudash's: no `__annotations__`, no `get_
 the SDK's modules as if each began with `from __future__ import annotations` (PEP 563: an annotation is kept as its
 text and evaluated by no one): the same classes, functions and values, without the annotations' objects.
 
-`install()` puts a finder first on `sys.meta_path` that gives the SDK's modules a loader compiling them so. Their code
-is kept beside gpudash's bytecode (`sdk-code.<tag>.marshal`, written as dataclass_code writes its file), each module's
-with the size and modification time of the source it was compiled from, as the interpreter keeps a module's bytecode
-with its source's: a changed or reinstalled SDK is compiled again, and a cache of another interpreter version, one
-that cannot be read or an entry of another shape is compiled again too. Where the code cannot be kept (as bytecode:
+`install()` puts a finder on `sys.meta_path` just before the path finder (so any finder ahead of it is asked first, as
+before) that gives the SDK's modules the path finder finds from their source a loader compiling them so; a module it
+finds without its source (bytecode alone), in a zip or as an extension is imported as before. Their code is kept beside
+gpudash's bytecode (`sdk-code.<tag>.marshal`, written as dataclass_code writes its file), each module's with the length
+and hash of the source it was compiled from (the hash a hash-based .pyc holds, PEP 552), not its size and modification
+time as the interpreter checks its own bytecode: an installer that keeps the times its archive holds (reproducible
+builds give every file one fixed time; a store such as Nix's gives each the time 1) leaves an upgraded module of the
+same size with its predecessor's time, and the cache, not beside the SDK, also serves an SDK of another environment. A
+cache of another interpreter version, one that cannot be read or an entry of another shape is compiled again too; a
+module's code is given the path of the source it is imported from. Where the code cannot be kept (as bytecode:
 `sys.dont_write_bytecode`, or a folder this process cannot write), a module not held is imported as before, from the
-SDK's own bytecode: compiling it from its source at every run would cost far more than the annotations. So is a
-module the path finder finds without its source (bytecode alone).
+SDK's own bytecode: compiling it from its source at every run would cost far more than the annotations. Only the command
+installs the finder (generator/entry.py): importing gpudash's modules from a program of one's own changes no import.
 """
 
 from __future__ import annotations
 
+import _imp
+import _thread
 import marshal
 import os
 import sys
 from importlib.machinery import PathFinder, SourceFileLoader
+from importlib.util import source_hash
 
 from .dataclass_code import _FOLDER, _read, save
 
@@ -42,6 +50,7 @@ class _Finder:
         self.used: set = set()  # modules this run imported through the cache
         self.compiled = 0  # modules this run compiled (not held by the file)
         self.writable: bool | None = None  # whether they can be written (keeps)
+        self.lock = _thread.allocate_lock()  # two threads importing two modules at once read the file once
 
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith(SDK + ".") or path is None:
@@ -51,23 +60,29 @@ class _Finder:
             spec.loader = _Loader(self, spec.loader.name, spec.loader.path)
         return spec
 
-    def code(self, fullname: str, source_path: str, key: tuple[int, int], read):
-        """The module's code: the one kept for its source's size and modification time (`key`), else compiled now
-        from its source (`read(source_path)`) where it can be kept; else None (the module's own bytecode)."""
-        if self.codes is None:
-            self.codes, self.ages = _read(self.path)
+    def code(self, fullname: str, source_path: str, read):
+        """The module's code: the one kept for its source (`read(source_path)`, its bytes), else compiled now from it
+        where it can be kept; else None (the module's own bytecode)."""
+        with self.lock:
+            if self.codes is None:
+                self.codes, self.ages = _read(self.path)
         held = self.codes.get(fullname)
+        if held is None and not self.keeps():
+            return None  # compiled at every run, the SDK would cost more than its own bytecode: imported as before
+        source = read(source_path)
+        key = (len(source), source_hash(source))
         if type(held) is tuple and len(held) == 2 and held[0] == key and type(held[1]) is bytes:
             try:
                 code = marshal.loads(held[1])
             except Exception:  # noqa: BLE001 - a damaged entry is compiled again
                 code = None
             if type(code) is _CODE:
+                _imp._fix_co_filename(code, source_path)  # as the interpreter does with a module's bytecode
                 self.used.add(fullname)
                 return code
         if not self.keeps():
-            return None  # compiled at every run, the SDK would cost more than its own bytecode: imported as before
-        code = compile(read(source_path), source_path, "exec", flags=_ANNOTATIONS, dont_inherit=True)
+            return None
+        code = compile(source, source_path, "exec", flags=_ANNOTATIONS, dont_inherit=True)
         self.codes[fullname] = (key, marshal.dumps(code))
         self.used.add(fullname)
         self.compiled += 1
@@ -101,21 +116,23 @@ class _Loader(SourceFileLoader):
     def get_code(self, fullname):
         source_path = self.get_filename(fullname)
         try:
-            stat = os.stat(source_path)
-        except OSError:
-            return super().get_code(fullname)
-        code = self.finder.code(fullname, source_path, (stat.st_size, stat.st_mtime_ns), self.get_data)
+            code = self.finder.code(fullname, source_path, self.get_data)
+        except OSError:  # the source cannot be read: as the interpreter would (its bytecode, or its error)
+            code = None
         return super().get_code(fullname) if code is None else code
 
 
 def install(path: str = _FILE) -> _Finder | None:
-    """Put the finder first on `sys.meta_path`, once per process; its codes are written at exit. None where it is
-    there already, or where an SDK module was imported before (the SDK would then be of two compilations)."""
+    """Put the finder on `sys.meta_path` just before the path finder, once per process; its codes are written at exit.
+    None where it is there already, where an SDK module was imported before (the SDK would then be of two
+    compilations) or where no path finder is there to ask."""
     import atexit
 
     if SDK in sys.modules or any(isinstance(finder, _Finder) for finder in sys.meta_path):
         return None
+    if PathFinder not in sys.meta_path:
+        return None
     finder = _Finder(path)
-    sys.meta_path.insert(0, finder)
+    sys.meta_path.insert(sys.meta_path.index(PathFinder), finder)
     atexit.register(finder.save)
     return finder

@@ -141,7 +141,7 @@ def test_past_its_bound_the_cache_keeps_the_texts_the_run_used(tmp_path):
 def test_over_many_runs_each_with_classes_of_its_own_the_file_holds_what_is_in_use(tmp_path, monkeypatch):
     """Classes change (a checkout's edits, an upgrade): the file holds the texts of the runs that wrote it lately, not
     every text ever compiled."""
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; the file is written as bytecode
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; written as bytecode is
     path = tmp_path / "codes.marshal"
     common = [f"def __create_fn__():\n def common{n}(self): return {n}\n return common{n}" for n in range(3)]
     held = []

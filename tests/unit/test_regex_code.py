@@ -87,7 +87,7 @@ def test_over_many_runs_each_with_a_pattern_of_its_own_the_file_holds_what_is_in
     """A pattern made from a setting (the build folder's name in the staging folders' pattern) is another at each run
     that changes the setting: the file holds those of the runs that wrote it lately, not every one ever compiled; a
     run that compiles nothing writes nothing."""
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; the file is written as bytecode
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; written as bytecode is
     from re import _compiler
 
     path = tmp_path / "regex-code.marshal"
@@ -97,7 +97,8 @@ def test_over_many_runs_each_with_a_pattern_of_its_own_the_file_holds_what_is_in
         cache = regex_code._Cache(str(path), _compiler)
         for pattern, flags in common:
             assert cache.compile(pattern, flags).match("sum")
-        assert cache.compile(rf"\.build{run}\.new\-([0-9a-f]{{12}})\.lock").fullmatch(f".build{run}.new-{'a' * 12}.lock")
+        own = cache.compile(rf"\.build{run}\.new\-([0-9a-f]{{12}})\.lock")
+        assert own.fullmatch(f".build{run}.new-{'a' * 12}.lock")
         cache.save()
         held.append(marshal.loads(path.read_bytes())[1])
     assert len(held[39]) == len(held[19]) < len(common) + 20  # before: one more at every run

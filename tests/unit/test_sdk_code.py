@@ -10,7 +10,11 @@ import marshal
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+
+from generator import sdk_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,7 +67,7 @@ def test_a_changed_source_a_damaged_entry_or_file_is_compiled_again(tmp_path):
     _run(tmp_path, cache)
     version, codes, ages = marshal.loads(cache.read_bytes())
     assert "grafana_foundation_sdk.models.dashboard" in codes
-    other_source = {name: ((size + 1, mtime), code) for name, ((size, mtime), code) in codes.items()}
+    other_source = {name: ((size, digest[::-1]), code) for name, ((size, digest), code) in codes.items()}
     damaged = {name: (key, code[:len(code) // 2]) for name, (key, code) in codes.items()}
     for text in (marshal.dumps((version, other_source, ages)), marshal.dumps((version, damaged, ages)),
                  marshal.dumps(((0, b""), codes, ages)), b"not marshal"):
@@ -90,3 +94,119 @@ def test_not_installed_once_the_sdk_is_imported():
     result = subprocess.run([sys.executable, "-c", program, os.devnull], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.stdout.strip() == "True"
+
+
+# A stand-in SDK of one module, first on the path: what a run imports from it, and where its code says it is from.
+FAKE = '''
+import json, sys
+from generator import sdk_code
+
+if sys.argv[2] == "own finder first":  # a finder of the program's own, ahead of the path finder, serving a module
+    import importlib.util
+
+    class Loader:
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            module.VALUE, module.where = "the own finder's", lambda: None
+
+    class Finder:
+        def find_spec(self, name, path=None, target=None):
+            if name == "grafana_foundation_sdk.models.version":
+                return importlib.util.spec_from_loader(name, Loader())
+            return None
+
+    sys.meta_path.insert(0, Finder())
+finder = sdk_code.install(sys.argv[1])
+from grafana_foundation_sdk.models import version
+print(json.dumps({"value": version.VALUE, "file": version.where.__code__.co_filename, "compiled": finder.compiled}))
+'''
+
+
+def _fake_sdk(site: Path, value: str) -> Path:
+    package = site / "grafana_foundation_sdk"
+    (package / "models").mkdir(parents=True, exist_ok=True)
+    module = package / "models" / "version.py"
+    for path, text in ((package / "__init__.py", ""), (package / "models" / "__init__.py", ""),
+                       (module, f"VALUE = {value!r}\n\n\ndef where(): pass\n")):
+        path.write_text(text)
+        os.utime(path, ns=(315532800 * 10**9, 315532800 * 10**9))  # the time a wheel's archive holds for it
+    return module
+
+
+def _run_fake(site: Path, cache: Path, how: str = "") -> dict:
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join((str(site), str(ROOT)))}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)  # this machine's shells set it; the cache is written as bytecode
+    result = subprocess.run([sys.executable, "-c", FAKE, str(cache), how], capture_output=True, text=True,
+                            env=environment, cwd=site, check=True)
+    return json.loads(result.stdout)
+
+
+def test_a_source_changed_in_place_with_its_size_and_time_kept_is_compiled_again(tmp_path):
+    """An installer that keeps the times a package's archive holds (a fixed time for reproducible builds) leaves an
+    upgraded module with the size and modification time of the one it replaced; its code is not the old one's."""
+    cache, site = tmp_path / "sdk-code.marshal", tmp_path / "site"
+    _fake_sdk(site, "1.0.0")
+    assert _run_fake(site, cache)["value"] == "1.0.0"
+    assert _run_fake(site, cache)["compiled"] == 0
+    _fake_sdk(site, "2.0.0")
+    assert _run_fake(site, cache)["value"] == "2.0.0"
+
+
+def test_the_same_sdk_at_another_path_is_taken_from_the_cache_and_says_where_it_is(tmp_path):
+    """Another environment's copy of the same SDK (same source) needs no compiling; its code names its own file."""
+    cache = tmp_path / "sdk-code.marshal"
+    _fake_sdk(tmp_path / "one", "1.0.0")
+    _run_fake(tmp_path / "one", cache)
+    module = _fake_sdk(tmp_path / "other", "1.0.0")
+    run = _run_fake(tmp_path / "other", cache)
+    assert (run["value"], run["compiled"], run["file"]) == ("1.0.0", 0, str(module))
+
+
+def test_a_finder_ahead_of_the_path_finder_is_asked_first_as_before(tmp_path):
+    """The SDK finder takes the path finder's place alone: a finder the program put ahead of it still serves."""
+    site = tmp_path / "site"
+    _fake_sdk(site, "1.0.0")
+    assert _run_fake(site, tmp_path / "sdk-code.marshal", "own finder first")["value"] == "the own finder's"
+
+
+def test_importing_gpudash_as_a_library_changes_no_import():
+    """Only the command installs the caches (generator/entry.py), never a program importing gpudash's modules."""
+    program = ("import dataclasses, re, sys\nfrom re import _compiler\nreal = _compiler.compile\n"
+               "import generator.cli, generator.render.grafana, generator.sdk_code\n"
+               "print(any(type(f).__module__ == 'generator.sdk_code' for f in sys.meta_path),\n"
+               "      'exec' in vars(dataclasses), _compiler.compile is not real)")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.stdout.split() == ["False", "False", "False"]
+
+
+def test_two_threads_importing_two_modules_at_once_keep_both(tmp_path, monkeypatch):
+    """The file is read at the first SDK module; a second thread importing another module meanwhile shares what the
+    first read, so what each compiles is written."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; written as bytecode is
+    read = sdk_code._read
+
+    def slow_read(path):
+        time.sleep(0.3)  # both threads are importing while the file is read
+        return read(path)
+
+    monkeypatch.setattr(sdk_code, "_read", slow_read)
+    finder = sdk_code._Finder(str(tmp_path / "sdk-code.marshal"))
+    names = {f"grafana_foundation_sdk.models.m{n}": tmp_path / f"m{n}.py" for n in range(2)}
+    codes = {}
+    for name, source in names.items():
+        source.write_text(f"VALUE = {name!r}\n")
+
+    def load(name, source):
+        codes[name] = finder.code(name, str(source), lambda path: Path(path).read_bytes())
+
+    threads = [threading.Thread(target=load, args=item) for item in names.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    finder.save()
+    assert set(codes) == set(names) and all(code is not None for code in codes.values())
+    assert set(marshal.loads((tmp_path / "sdk-code.marshal").read_bytes())[1]) == set(names)
