@@ -357,19 +357,35 @@ PER_NODE_SUFFIX = "-per-node"
 
 # The rule's third CloudWatch alarm (prometheus-emf source): the agent's own scrapes of each kube-state-metrics target,
 # counted per period as the datapoints of the desired count it publishes from that target (one per scrape that reached
-# it), below SCRAPE_SHARE of the period's scrapes in each of two periods running, missing data not breaching. A
-# CloudWatch agent in a crash loop (running a minute of every five) publishes a little of every period, which the
-# cluster's alarm passes; a partial period next to an empty one (the agent starting, or stopping; a kube-state-metrics
-# pod replaced) breaches one period only, and an agent stopped is the cluster's alarm (its missing data breaching).
+# it), below SCRAPE_SHARE of the period's scrapes in each of AGENT_PERIODS periods running, missing data not
+# breaching. A CloudWatch agent in a crash loop (running a minute of every five) publishes a little of every period,
+# which the cluster's alarm passes; a partial period next to an empty one (the agent starting, or stopping; a
+# kube-state-metrics pod replaced) breaches one period only, and an agent stopped is the cluster's alarm (its missing
+# data breaching).
 # Counted per target, as the rule's twin counts (kube-state-metrics' own target answering under half its scrapes, its
 # `up` by job and instance): the agent's job keeps every pod kube_state_metrics.pod_label names (two replicas, a second
 # install in another namespace), each scraped at every round, and CloudWatch keeps every datapoint of a metric, so in
 # one metric two targets' reads of 4 rounds of 10 counted 8, over the threshold. The job writes each target's
 # namespace/pod into KSM_TARGET, and the desired count is published with it too (agent_set, agent_declaration): a
 # Metrics Insights GROUP BY alarm, each target a contributor (agent_query).
+# Its periods: a kube-state-metrics pod read at every scrape of its life is short of a period's scrapes in its first
+# and last period only (it started, or went, within them), so a contributor short in AGENT_PERIODS periods running had
+# a whole period between them read under half: a gap in its reads. At two, a pod living under two periods (a new pod
+# replaced again within minutes, a replica added then removed) breached both though every scrape answered, and a pod
+# gone after two short periods kept its contributor in ALARM while those were its latest datapoints (after three or
+# more it still does, where its twin has stopped: docs/alarms.md). The rule's twin judges its branch over the same
+# periods (agent_periods; render/alarms.prometheus_expression).
+AGENT_PERIODS = 3
 AGENT_SUFFIX = "-agent"
 KSM_READ_REASON = "kube-state-metrics answered under half its scrapes"
 KSM_TARGET = "kube_state_metrics_pod"  # the label (and dimension) the agent's job writes: the target's namespace/pod
+
+
+def agent_periods(evaluation_periods: int, datapoints_to_alarm: int | None) -> int:
+    """The periods running in which the agent alarm's contributor (and its twin, kube-state-metrics' target) must
+    breach, all of them (its EvaluationPeriods and DatapointsToAlarm): the rule's where it needs AGENT_PERIODS or more,
+    else AGENT_PERIODS."""
+    return max(AGENT_PERIODS, datapoints_to_alarm or evaluation_periods)
 
 
 def agent_threshold(settings: Settings, period: int) -> float:
@@ -422,8 +438,8 @@ def agent_description(settings: Settings, period: int, periods: int) -> About:
              f"{periods_running(periods)}: the agent in a crash loop (running a minute of every five), or "
              f"kube-state-metrics answering under half the time, so most GPU data of every period never reaches "
              f"CloudWatch.", ""),
-            ("An agent or kube-state-metrics pod starting or stopped is not (one short period beside an empty one); an "
-             "agent stopped is the cluster's alarm.",
+            ("An agent or kube-state-metrics pod starting, stopped or short-lived is not (short in end periods); "
+             "an agent stopped is the cluster's alarm.",
              "It does not fire for an agent starting or stopped: the cluster's alarm does."),
             (f"Look at {look} (cwagent-prometheus restarts and its logs) and at kube-state-metrics' pod.",
              f"Look at {look} and kube-state-metrics' pod."))
@@ -1019,9 +1035,10 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     `reason` label that the alert's summary shows. It reads every exporter DaemonSet kube-state-metrics reports
     with an identifying label (exporter_label_matchers), one or many. Branch 4 (an exporter target that brought no
     GPU data) is a rule of its own (no_data_expression). `part`: EACH_DAEMONSET (the branches that judge one
-    DaemonSet: 2, 3 and each named DaemonSet's counts gone), CLUSTER_WIDE (the others), NONE_FOUND (branch 1 alone)
-    or none (all). `evaluated`: the span of the periods an evaluation judges (their number times `window`; none: one
-    period)."""
+    DaemonSet: 2, 3 and each named DaemonSet's counts gone), NONE_FOUND (branch 1 alone), KSM_READS (branch 5,
+    kube-state-metrics' target answering under half its scrapes, the agent alarm's twin, judged over its periods:
+    agent_periods) or none (all but branch 5). `evaluated`: the span of the periods an evaluation judges (their number
+    times `window`; none: one period)."""
     cluster = settings.labels.cluster
     by = f" by ({cluster})" if settings.shared_prometheus else ""
     on = cluster_join(settings)
@@ -1101,11 +1118,12 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
         # without honorLabels gives its counts its own pod's `namespace` (the DaemonSet's in `exported_namespace`),
         # while a named DaemonSet's gone counts carry the namespace the settings write
         return f'label_replace({" or ".join([*judged, *gone])}, "namespace", "$1", "exported_namespace", "(.+)")'
-    parts = {CLUSTER_WIDE: [*none_found, ksm], NONE_FOUND: none_found}
-    return " or ".join(parts[part] if part else [*none_found, *judged, ksm, *gone])
+    parts = {KSM_READS: [ksm], NONE_FOUND: none_found}
+    return " or ".join(parts[part] if part else [*none_found, *judged, *gone])
 
 
-EACH_DAEMONSET, CLUSTER_WIDE, NONE_FOUND = "each daemonset", "cluster-wide", "none found"  # prometheus_expression's
+# prometheus_expression's parts; none: branches 1 to 3 whole (KSM_READS, judged over the agent alarm's periods, apart)
+EACH_DAEMONSET, KSM_READS, NONE_FOUND = "each daemonset", "kube-state-metrics reads", "none found"
 
 
 def _each_filled(text: Callable[[str], str], values: list[str]) -> list[str]:

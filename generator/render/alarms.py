@@ -1045,11 +1045,19 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
     return request
 
 
+def _agent_periods(alarm: Alarm) -> Alarm:
+    """The data-missing rule as its agent alarm judges it: over data_missing.agent_periods periods running, all of them
+    breaching."""
+    periods = data_missing.agent_periods(alarm.evaluation_periods, alarm.datapoints_to_alarm)
+    return replace(alarm, evaluation_periods=periods, datapoints_to_alarm=None)
+
+
 def _agent_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[str, Any]:
     """The data-missing rule's alarm on the agent's own scrapes of kube-state-metrics (data_missing.AGENT_SUFFIX): a
     GROUP BY alarm, each kube-state-metrics target a contributor in ALARM where the desired count it served has fewer
-    datapoints than half the period's scrapes, in each of the rule's periods; no data is not breaching (an agent
-    stopped is the cluster's alarm)."""
+    datapoints than half the period's scrapes, in each of its periods (_agent_periods); no data is not breaching (an
+    agent stopped is the cluster's alarm)."""
+    alarm = _agent_periods(alarm)
     about = data_missing.agent_description(settings, alarm.period_seconds, alarm.evaluation_periods)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.AGENT_SUFFIX, alarm.severity)
     label = f"{alarm.title} (agent)"
@@ -1722,8 +1730,12 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
             joined = _of_periods(alarm, branches(data_missing.EACH_DAEMONSET), data_missing.daemonset_labels(settings))
             joined = (f"({joined} unless {data_missing.cluster_join(settings)} "
                       f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))})")
-            return f"{_of_periods(alarm, branches(data_missing.CLUSTER_WIDE))} or {joined}"
-        return _of_periods(alarm, branches())
+            judged = f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))} or {joined}"
+        else:
+            judged = _of_periods(alarm, branches())
+        # kube-state-metrics' target answering under half its scrapes: over the agent alarm's periods, all of them, as
+        # it judges each kube-state-metrics pod's reads (data_missing.AGENT_PERIODS)
+        return f"{judged} or {_of_periods(_agent_periods(alarm), branches(data_missing.KSM_READS))}"
     if alarm.stopped:  # each GPU that stopped while its node's other GPUs report (no CloudWatch twin: lint AL027);
         # as generated, a recording rule keeps each one past the hour (stopped_rules)
         return stopped_gpus.expression(*_stopped_fields(alarm, catalog, settings), _stopped_keys(alarm, settings),

@@ -22,6 +22,7 @@ import pytest
 
 from generator.artifacts import build
 from generator.catalog import PRESENCE
+from generator.data_missing import AGENT_PERIODS
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
@@ -1200,16 +1201,17 @@ def test_gpu_nodes_added_every_few_minutes_hide_an_exporter_lost_on_both_forms(g
 #
 # CrashLoopBackOff at its 5-minute cap from minute 20 to 40: running (or answering) one minute of every five. Every
 # period holds an observation of each series, so the cluster's alarm passes it; the agent alarm counts the agent's
-# own scrapes of kube-state-metrics (the SampleCount of the desired count it publishes): fewer than half a period's
-# in each of two periods running. The truth each minute: both periods that end then hold some of those scrapes and
-# fewer than half (a period with none is the agent stopped or not yet started: the cluster's alarm's, or nothing).
+# own scrapes of kube-state-metrics (the datapoints of the desired count it publishes): fewer than half a period's
+# in each of three periods running (AGENT_PERIODS: a pod read at every scrape is short in its first and last period
+# only). The truth each minute: each of the three periods that end then holds some of those scrapes and fewer than
+# half (a period with none is the agent stopped or not yet started: the cluster's alarm's, or nothing).
 
 def _up_a_minute_in_five(k: int) -> bool:
     """30 s steps: always before minute 20 and from minute 40, then one minute of every five."""
     return not 40 <= k < 80 or (k - 40) % 10 >= 8
 
 
-def _read_in_under_half(read, minute: int, periods: int = 2, shift: int = 0) -> bool:
+def _read_in_under_half(read, minute: int, periods: int = AGENT_PERIODS, shift: int = 0) -> bool:
     """The truth: each of the `periods` 5-minute periods that end at `minute` holds fewer than half its 10 scrapes
     that read kube-state-metrics, and at least one (read(k): the scrape at step k did). A period holds the scrape at
     its start and not the one at its end, as CloudWatch's; `shift` 1: the one at its end and not at its start, as a
@@ -1223,7 +1225,7 @@ AGENT_STEPS = 120
 
 def test_a_crash_looping_agent_fires_the_agent_alarm(generated):
     """The CloudWatch agent in a crash loop from minute 20 to 40 on four GPU nodes: most of every GPU's data never
-    reaches CloudWatch. The agent alarm is in ALARM exactly at the minutes of the truth (from minute 28, two periods
+    reaches CloudWatch. The agent alarm is in ALARM exactly at the minutes of the truth (from minute 33, three periods
     each holding one minute of scrapes, until minute 41), and it is the only alarm that fires; an agent that starts
     (the story's first minutes: nothing before 0) or comes back fires nothing. Prometheus does not go through the
     agent: not its business."""
@@ -1239,7 +1241,7 @@ def test_a_crash_looping_agent_fires_the_agent_alarm(generated):
     points = Agent(config, job, others=[ksm_job]).run(scrapes_)
     requests = _rule_alarms(files)
     truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_a_minute_in_five, m)}
-    assert min(truth) == 28 and max(truth) == 41
+    assert min(truth) == 33 and max(truth) == 41
     fired = {m: _in_alarm(requests, points, m * 60) for m in range(1, AGENT_STEPS // 2 + 1)}
     assert {m for m, f in fired.items() if f} == truth
     assert all(set(f) == {AGENT_ALARM} for f in fired.values() if f)

@@ -2970,7 +2970,7 @@ def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_s
     rule = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing")
     cluster_wide, each = (data_missing.prometheus_expression(_alert_query(alarm, project.settings).metric,
                                                              project.settings, "5m", part=part)
-                          for part in (data_missing.CLUSTER_WIDE, data_missing.EACH_DAEMONSET))
+                          for part in (data_missing.NONE_FOUND, data_missing.EACH_DAEMONSET))
     # the rule: this period's condition and the one before's, the cluster's branches and each DaemonSet's apart
     assert rule.startswith(f"(({cluster_wide}) and (") and f" or ((({each}) and on(namespace, daemonset) (" in rule
     expr = f"{cluster_wide} or {each}"
