@@ -444,10 +444,22 @@ def test_two_gpus_numbered_apart_by_overlapping_exporters_each_count_once(reinde
     """Each GPU once, at either exporter's reading, while both are scraped: 800 to 820 W in all. A GPU is keyed by its
     UUID and index, so each is two GPUs for the overlap, and the choice of one name per node and index met A and B at
     each index alike (both fresh, one node name) and kept A at both: 'Total power draw' 610 W (A at 300 and 310), B
-    left out. The copy scraped last wins each index now, the same exporter's at both."""
+    left out. The copy that began last wins each index now, the same exporter's at both."""
     prometheus, start = reindexed_overlap
     shown = {at: _shown(prometheus, start, "Total power draw", at) for at in (ROLLOUT + 15, ROLLOUT + 45)}
     assert all(len(each) == 1 and 800 <= each[0] <= 820 for each in shown.values()), shown
+
+
+def test_two_gpus_numbered_apart_keep_one_gpu_a_line_through_the_overlap(reindexed_overlap):
+    """From the new exporter's first scrape (7 s after the old one's, in each interval) each index's line reads the GPU
+    the new exporter numbers so, at every step of the overlap. With the copy scraped last winning each index, 'n1 GPU
+    0' read B (510 W) at 15 s, A (300 W) at 33 s, B again at 45 s: a 15 s step drew one line A, B, A, B."""
+    prometheus, start = reindexed_overlap
+    times = (ROLLOUT + 10, ROLLOUT + 15, ROLLOUT + 33, ROLLOUT + 45, ROLLOUT + 63)
+    shown = {at - ROLLOUT: panel_at(prometheus, bundled_project(), bundled_panels()["Power draw"], start + at, SPAN)
+             for at in times}
+    assert shown == {at - ROLLOUT: {"n1 GPU 0": pytest.approx(510.0), "n1 GPU 1": pytest.approx(310.0)}
+                     for at in times}, shown
 
 
 def test_two_gpus_numbered_apart_by_the_new_exporter_each_read_once_after_the_overlap(reindexed_overlap):
