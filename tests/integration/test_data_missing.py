@@ -1127,10 +1127,6 @@ def _rule_fired_minutes(files, folder, answering: dict[str, str], desired: tuple
                         updated: tuple) -> set[int]:
     """The minutes at which promtool finds the data-missing rule firing over the same story as _rollout_points
     (a target whose exporter answers again after a gap is a new pod's: a new target)."""
-    import subprocess
-
-    from tests.support.prometheus_server import binary
-
     rule = _data_missing_rule(files, folder)
     steps = len(available)
     series = _ksm_series(" ".join(map(str, desired)), " ".join(map(str, available)), steps,
@@ -1146,6 +1142,15 @@ def _rule_fired_minutes(files, folder, answering: dict[str, str], desired: tuple
             series += [{"series": f"up{{{target}}}", "values": _up_values(part)},
                        {"series": f"{SAMPLES}{{{target}}}", "values": _promtool_values(part, "1")},
                        {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": _promtool_values(part, "60")}]
+    return _promtool_fired(folder, rule, series, steps)
+
+
+def _promtool_fired(folder, rule: dict, series: list[dict], steps: int) -> set[int]:
+    """The whole minutes of a story of `steps` 30 s steps (promtool's `input_series`) at which `rule` fires."""
+    import subprocess
+
+    from tests.support.prometheus_server import binary
+
     tests = [{"name": "story", "interval": "30s", "input_series": series,
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
                                   for m in range(1, steps // 2 + 1)]}]

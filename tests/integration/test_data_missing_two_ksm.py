@@ -23,8 +23,10 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
-from tests.integration.test_data_missing import (AGENT_ALARM, AGENT_FILE, AGENT_STEPS, EXPORTER, LOST_NODES, STEP,
-                                                 _in_alarm, _one_gpu_page, _read_in_under_half)
+from tests.integration.test_data_missing import (AGENT_ALARM, AGENT_FILE, AGENT_STEPS, EXPORTER, LOST_NODES, SAMPLES,
+                                                 STEP, _data_missing_rule, _in_alarm, _labels, _one_gpu_page,
+                                                 _promtool_fired, _promtool_values, _read_in_under_half, _story_target,
+                                                 _up_values)
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import discovered, target_labels
@@ -154,25 +156,57 @@ NEW_PODS = [{**kube_state.KSM_POD, "__address__": f"10.0.2.{11 + i}:8080",
             for i, name in enumerate(("x1", "x2"))]
 
 
-def test_a_crash_looping_kube_state_metrics_pod_replaced_by_a_healthy_one_clears_as_its_twin(files):
+def _twin_fired(files, folder, pod_at, answering=_always) -> set[int]:
+    """The minutes at which the rule fires (promtool) over the story of _replaced_points: each kube-state-metrics pod a
+    target of its own (its `up`, 0 where it did not answer, and its counts where it did), two GPU nodes reporting."""
+    rule = _data_missing_rule(files, folder)
+    series = []
+    for pod in (kube_state.KSM_POD, *NEW_PODS):
+        line = "".join(("1" if answering(k) else "0") if pod_at(k) is pod else "." for k in range(AGENT_STEPS))
+        target = _labels({"job": "kube-state-metrics", "instance": pod["__address__"]})
+        series.append({"series": f"up{{{target}}}", "values": _up_values(line)})
+        for daemonset, labels in ((EXPORTER, kube_state.OPERATOR_LABELS), (POOL_B, None)):
+            counts = f"{target},{_labels(daemonset)}"
+            series += [{"series": f"{metric}{{{counts}}}", "values": _promtool_values(line, "2")}
+                       for metric in (kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED)]
+            if labels:
+                series.append({"series": f"{kube_state.LABELS}{{{counts},{_labels(labels)}}}",
+                               "values": _promtool_values(line, "1")})
+    for node in LOST_NODES[:2]:
+        target = _labels(_story_target(node))
+        series += [{"series": f"up{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
+                   {"series": f"{SAMPLES}{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
+                   {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": f"60x{AGENT_STEPS - 1}"}]
+    return _promtool_fired(folder, rule, series, AGENT_STEPS)
+
+
+def _replaced_at_30(k: int) -> dict:
+    """kube-state-metrics' pod, replaced at minute 30 (30 s steps)."""
+    return kube_state.KSM_POD if k < 60 else NEW_PODS[0]
+
+
+def test_a_crash_looping_kube_state_metrics_pod_replaced_by_a_healthy_one_clears_as_its_twin(files, tmp_path):
     """kube-state-metrics answering a minute of every five from minute 20 (its container restarting), its pod then
     replaced at minute 30 by a healthy one answering every scrape: two short periods, which neither form fires for at
     three periods running (the rule's twin fired at minutes 29 and 30 at two; the agent alarm's old contributor, its
     last two datapoints breaching, was in ALARM at 34 and 35 at every length of the evaluation range, and every five
     minutes until 55 at some)."""
-    points = _replaced_points(files, lambda k: kube_state.KSM_POD if k < 60 else NEW_PODS[0],
-                              lambda k: k >= 60 or not 40 <= k or (k - 40) % 10 < 2)
-    assert {m for m in _in_alarm_at_any_length(files, points) if m > 30} == set()
+    def answering(k: int) -> bool:
+        return k >= 60 or not 40 <= k or (k - 40) % 10 < 2
+    assert _in_alarm_at_any_length(files, _replaced_points(files, _replaced_at_30, answering)) == set()
+    assert _twin_fired(files, tmp_path, _replaced_at_30, answering) == set()
 
 
-def test_a_kube_state_metrics_pod_living_four_minutes_fires_nothing(files):
+def test_a_kube_state_metrics_pod_living_four_minutes_fires_nothing(files, tmp_path):
     """kube-state-metrics' pod replaced at minute 30 and its new pod replaced again at minute 34, every scrape
     answering and the agent running: no GPU data is missing, and no alarm fires (nor does the rule's twin: each
     target's `up` is 1 at every scrape). The 4-minute pod is short of a period's scrapes in its first and last
     period, which at two periods running put its contributor in ALARM at minutes 37 and 42 at every length of the
     evaluation range."""
-    points = _replaced_points(files, lambda k: kube_state.KSM_POD if k < 60 else NEW_PODS[0] if k < 68 else NEW_PODS[1])
-    assert _in_alarm_at_any_length(files, points) == set()
+    def pod_at(k: int) -> dict:
+        return kube_state.KSM_POD if k < 60 else NEW_PODS[0] if k < 68 else NEW_PODS[1]
+    assert _in_alarm_at_any_length(files, _replaced_points(files, pod_at)) == set()
+    assert _twin_fired(files, tmp_path, pod_at) == set()
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
@@ -203,17 +237,28 @@ def test_a_sharded_kube_state_metrics_shard_in_a_crash_loop_fires_for_the_daemon
         {"kube_state_metrics_pod": "monitoring/kube-state-metrics-1", **{k: POOL_B[k] for k in ("namespace", "daemonset")}}]
 
 
+def _crash_looping_three_periods(k: int) -> bool:
+    """30 s steps: kube-state-metrics answering a minute of every five from minute 15, a healthy pod from minute 30."""
+    return k >= 60 or not 30 <= k or (k - 30) % 10 < 2
+
+
+def test_a_kube_state_metrics_pod_crash_looping_three_periods_fires_both_forms(files, tmp_path):
+    """kube-state-metrics answering a minute of every five from minute 15, its pod replaced at minute 30 by a healthy
+    one: three periods each holding some of its reads and under half, a real gap, which both forms fire for at minutes
+    29 and 30; the twin stops once its latest period holds no answer of the old target (31)."""
+    points = _replaced_points(files, _replaced_at_30, _crash_looping_three_periods)
+    request = _agent_alarm(files)
+    assert {m for m in range(1, 31) if _in_alarm([request], points, m * 60)} == {29, 30}
+    assert _twin_fired(files, tmp_path, _replaced_at_30, _crash_looping_three_periods) == {29, 30}
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "a kube-state-metrics pod gone keeps its last datapoints in the agent alarm's evaluation range: one in a crash "
     "loop over three periods (minute 15 to 30) replaced by a healthy pod at minute 30 leaves its contributor in ALARM "
-    "at minutes 35 (and 34) at every length of the range and every five minutes until 55 at some, while the rule's "
-    "twin, whose periods hold no sample of the old target from minute 35, has stopped; a contributor with no datapoint "
-    "in its latest period is judged on its older ones"))
+    "at minutes 34 and 35 at every length of the range, and every five minutes until 55 at some, while the rule's "
+    "twin stopped after minute 30 (its latest period holds no answer of the old target); a contributor with no "
+    "datapoint in its latest periods is judged on its older ones"))
 def test_a_kube_state_metrics_pod_crash_looping_three_periods_then_replaced_clears_as_its_twin(files):
-    """kube-state-metrics answering a minute of every five from minute 15, its pod replaced at minute 30 by a healthy
-    one answering every scrape: a real gap of three periods, which both forms fire for (the twin from minute 29 to
-    34, the last period holding the old target's failed scrapes at 29 and 29.5); from minute 35 the twin's periods
-    hold none of the old target and it fires nothing, and neither should the agent alarm."""
-    points = _replaced_points(files, lambda k: kube_state.KSM_POD if k < 60 else NEW_PODS[0],
-                              lambda k: k >= 60 or not 30 <= k or (k - 30) % 10 < 2)
-    assert {m for m in _in_alarm_at_any_length(files, points) if m >= 35} == set()
+    """The story above: from minute 31 the twin fires nothing, and neither should the agent alarm."""
+    points = _replaced_points(files, _replaced_at_30, _crash_looping_three_periods)
+    assert {m for m in _in_alarm_at_any_length(files, points) if m > 30} == set()
