@@ -336,7 +336,8 @@ def _agent_maker(project: Project, held: Settings, queried: dict[str, set[tuple[
 
 def notes(project: Project) -> tuple[Note, ...]:
     """What building the project leaves out, and why: panels whose fields the counters CSV does not
-    collect, panels and alarms the Container Insights add-on does not publish, the data-missing alarm
+    collect, panels and alarms the Container Insights add-on does not publish, panels the agent's JSON path would
+    publish as the exporter's image types their field (CW022), the data-missing alarm
     when nothing says GPUs are expected, panels and alarms on a counter that counts no code's first event (DF003),
     alarms that do not evaluate MIG GPUs on CloudWatch, charts by pod that rank
     pods by one GPU's reading (CW019), alarms that count a GPU's copies as GPUs (AL019), alarms that read a failed scrape
@@ -344,12 +345,13 @@ def notes(project: Project) -> tuple[Note, ...]:
     CloudWatch cannot judge (AL027)."""
     from . import stopped_gpus
     from .data_missing import left_out
-    from .render.cloudwatch import left_out_on_addon, ranked_by_one_reading
+    from .render.cloudwatch import left_out_as_served, left_out_on_addon, ranked_by_one_reading
 
     found = [Note("DF001", where, message) for where, message in project.notes]
     found += [Note("DF002", where, message) for where, message in empty_dashboards(project)]
     found += [Note("DF003", where, message) for where, message in first_events_uncounted(project)]
     found += [Note("CW013", where, message) for where, message in left_out_on_addon(project)]
+    found += [Note("CW022", where, message) for where, message in left_out_as_served(project)]
     found += [Note("CW019", where, message) for where, message in ranked_by_one_reading(project)]
     found += [Note("AL011", where, message) for where, message in left_out(project)]
     found += [Note("AL012", where, message) for where, message in alarm_render.mig_left_out(project)]

@@ -900,6 +900,13 @@ SERVED_UNLIKE_FIX = ("set agent.pipeline: otel, which publishes it as it reads, 
                      "reads (DCGM_EXPORTER_COLLECTORS), typing it as DCGM means it")
 
 
+def served_unlike(metric: str, catalog: Catalog, settings: Settings) -> str | None:
+    """SERVED_UNLIKE of `metric` where the agent's JSON path (agent.pipeline: classic) would publish it as an exporter
+    on its image's default CSV types it, unlike the bundled CSV (catalog.image_served_kind); None elsewhere."""
+    served = image_served_kind(catalog, metric) if settings.agent.pipeline == "classic" else None
+    return None if served is None else SERVED_UNLIKE.format(name=metric, served=served)
+
+
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
          layout: Layout | None = None, pod_gpus: bool = True) -> Plan:
     """How CloudWatch computes `query` per `period` so that it means what Prometheus means; on a
@@ -908,10 +915,10 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     each dimension's value ahead, nor in a rule's MIG alarm, which judges the MIG instances a pod holds as the rule's
     MIG branch does: they read the pod's series as before)."""
     layout = layout or AGENT_LAYOUT
-    if layout is AGENT_LAYOUT and settings.agent.pipeline == "classic":
-        served = image_served_kind(catalog, query.metric)
-        if served is not None:
-            raise Unsupported(SERVED_UNLIKE.format(name=query.metric, served=served), SERVED_UNLIKE_FIX)
+    if layout is AGENT_LAYOUT:
+        unlike = served_unlike(query.metric, catalog, settings)
+        if unlike is not None:
+            raise Unsupported(unlike, SERVED_UNLIKE_FIX)
     result = _plan(query, catalog, settings, period, alarm, layout, pod_gpus)
     if layout.instances and not result.instances_apart:
         if alarm:

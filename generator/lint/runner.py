@@ -33,6 +33,9 @@ NOTE_RULES = [
                   "DCGM_EXP_CLOCK_EVENTS_TOTAL): no increase counts that event", _notes("DF003")),
     Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
                   "publish their fields (cloudwatch.source: container-insights)", _notes("CW013")),
+    Rule("CW022", "panels left out of CloudWatch because agent.pipeline: classic publishes a field as the exporter "
+                  "types it and the exporter's image types it otherwise than the bundled counters CSV (the NVLink "
+                  "throughput, typed counter: its differences)", _notes("CW022")),
     Rule("CW019", "charts of one line per pod that add a pod's GPUs per scrape rank pods by one GPU's reading, not "
                   "the pod's total (agent.pipeline: classic, the Container Insights add-on)", _notes("CW019")),
     Rule("AL011", "the data-missing alarm left out because nothing tells it GPUs are expected "

@@ -22,9 +22,9 @@ from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
 from ..cloudwatch_query import (ARRAY_BLANK_NOTE, INTERVAL_CHANGED, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, PERIOD,
-                                SERIES_PER_QUERY, Plan, Unsupported, blank_floor, mig_only_set, node_mean_dimensions,
-                                number, pod_total_kind, quote_identifier, quote_string, readings_dimensions,
-                                series_label)
+                                SERIES_PER_QUERY, SERVED_UNLIKE_FIX, Plan, Unsupported, blank_floor, mig_only_set,
+                                node_mean_dimensions, number, pod_total_kind, quote_identifier, quote_string,
+                                readings_dimensions, series_label, served_unlike)
 from ..container_insights_table import CONTAINER as ADDON_CONTAINER, NAMESPACE_DIM as ADDON_NAMESPACE, \
     NODE as ADDON_NODE, POD as ADDON_POD
 from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as addon_source, layout_of,
@@ -1129,6 +1129,23 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
             pending = PendingBody(bodies, cluster)
             result.append((name, cluster.region, pending, pending.made))
     return sorted(result, key=lambda item: item[0])
+
+
+def left_out_as_served(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch panel left out because the agent's JSON path would publish a field it reads
+    as the exporter's image types it, unlike the bundled CSV (cloudwatch_query.served_unlike: the NVLink throughput's
+    differences); its dashboard's header says it too. Empty on the Container Insights add-on and agent.pipeline: otel."""
+    settings, catalog = project.settings, project.catalog
+    if addon_source(settings):
+        return []
+    result = []
+    for dashboard in project.cloudwatch_definitions():
+        for panel in dashboard.panels():
+            unlike = next(filter(None, (served_unlike(q.metric, catalog, settings) for q in panel.queries)), None)
+            if unlike is not None:
+                result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) is left "
+                                                 f"out of CloudWatch: {unlike}; {SERVED_UNLIKE_FIX}"))
+    return result
 
 
 def left_out_on_addon(project) -> list[tuple[str, str]]:

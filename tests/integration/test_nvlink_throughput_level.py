@@ -156,3 +156,28 @@ def test_agent_pipeline_classic_with_the_bundled_csv_shows_no_throughput_the_exp
                       target_labels(job, "ip-10-0-1-1")) for k, value in enumerate((300.0, 300.0, 100.0, 250.0))]
     assert [p.value for p in sorted(Agent(config, job).run(scrapes), key=lambda p: p.timestamp)
             if p.metric == NVLINK and dict(p.dimensions).get("gpu") == "0"] == [300.0, 300.0, 100.0, 250.0]
+
+
+def test_agent_pipeline_classic_with_the_bundled_csv_says_at_generate_and_lint_that_the_throughput_is_left_out(
+        tmp_path, cli):
+    """The NVLink throughput left out of CloudWatch on agent.pipeline: classic with the bundled CSV was said in the
+    health dashboard's header alone: `generate` printed nothing of it and `lint` listed nothing, as they say a panel
+    the Container Insights add-on leaves out (CW013). Both name the panel, its file and what brings it back (CW022),
+    and agent.pipeline: otel or a `counters` CSV of the user's say nothing."""
+    import json
+
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
+    assert code == 0, stderr
+    said = "note: panel 'NVLink throughput' (dashboards/gpu_health.py) is left out of CloudWatch: agent.pipeline: " \
+           f"classic publishes {NVLINK} as the exporter types it"
+    assert said in stderr and "set agent.pipeline: otel" in stderr and stderr.count("(lint CW022)") == 1, stderr
+    for args in ((), ("--from", str(tmp_path / "build"))):
+        code, stdout, stderr = cli("lint", "--config", str(tmp_path / "gpudash.yaml"), *args, "--output", "json")
+        found = [(f["where"].split(":")[0], f["message"][:52]) for f in json.loads(stdout)["findings"]
+                 if f["rule"] == "CW022"]
+        assert found == [("dashboards/gpu_health.py", "panel 'NVLink throughput' (dashboards/gpu_health.py)")], found
+
+    (tmp_path / "otel").mkdir()
+    code, _, stderr = cli("generate", "--out", str(tmp_path / "otel" / "build"))
+    assert code == 0 and "CW022" not in stderr, stderr
