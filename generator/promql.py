@@ -1050,21 +1050,17 @@ def _range_weight(place_rank: int, labels: Labels, listing: bool = False) -> flo
 
 def _present(every: str, seconds: int, kept: str = "") -> str:
     """Each copy of `every` (a selector) at each step, marked FRESH_LABEL: 0.5 where it has a sample within the last
-    scrape interval (`seconds`), 0.25 where it has one within the look-back (label_lookback) alone. Its highest per name
-    is what a quarter for a copy within the look-back and another for one within the interval add up to (a sample within
-    the interval is one within the look-back): one series a copy, not two. `kept`: a filter of the copies (`and ...`). A
-    fresh copy weighs less by its samples within the look-back (1 to 5), then by its sample's age over two intervals
-    (below 1), over 1e5 (5.5e-5 at most; below the name order's least step, 2^-10, up to 97 samples: a target scraped 24
-    times as often as the settings say), so of names alike at one node and index (named_gpus' `slotted`) the GPU of the
-    copy that began last wins, the same exporter's at every index, then of copies as old the one scraped last: two
-    exporters of a rollout numbering a node's GPUs A and B apart (0 and 1, then 1 and 0), both scraped, met alike at
-    each index and A was kept at both ('Total power draw' 610 W for 800 to 820); the one scraped last chosen instead,
-    each index's line flipped between A and B from one step to the next through the overlap (300, 510, 300 W as each
-    exporter's scrape came last). A copy marked stale (its target gone, its scrape failed) has no sample the instant
-    reads and weighs its look-back's quarter."""
-    lookback = label_lookback(seconds)
-    present = (f"0.5 - (count_over_time({every}[{lookback}]) + (time() - timestamp({every}) <= {seconds}) / "
-               f"{2 * seconds}) / 1e5 or present_over_time({every}[{lookback}]) * 0.25")
+    scrape interval (`seconds`), 0.25 where it has one within the look-back (label_lookback) alone. Its highest per
+    name is what a quarter for a copy within the look-back and another for one within the interval add up to (a
+    sample within the interval is one within the look-back): one series a copy, not two. `kept`: a filter of the
+    copies (`and ...`). A fresh copy weighs its sample's age in seconds over 1e7 less (an hour's interval 3.6e-4, below
+    the name order's least step, 2^-10), so of names alike at one node and index (named_gpus' `slotted`) the GPU of the
+    copy scraped last wins, the same exporter's at every index: two exporters of a rollout numbering a node's GPUs A and
+    B apart (0 and 1, then 1 and 0), both scraped, met alike at each index and A was kept at both ('Total power draw'
+    610 W for 800 to 820). Targets scraped at one millisecond still tie. A copy marked stale (its target gone, its
+    scrape failed) has no sample the instant reads and weighs its look-back's quarter."""
+    present = (f"(timestamp({every}) - time() >= -{seconds}) / 1e7 + 0.5 or present_over_time({every}"
+               f"[{label_lookback(seconds)}]) * 0.25")
     present = f"({present}){kept}" if kept else present
     return f'label_replace({present}, "{FRESH_LABEL}", "1", "", "")'
 
@@ -3756,13 +3752,13 @@ def label_lookback(scrape_seconds: int) -> str:
 
 
 def generated_windows(scrape_seconds: int) -> frozenset[str]:
-    """The fixed windows gpudash gives `present_over_time`, `last_over_time` and `count_over_time` in panels at the
-    scrape interval `scrape_seconds`: each follows the scrape interval (the reason lint GF007 names a fixed window), or
-    is the reach a counter's reading looks back for the reading before it. A step's own sample (taken_within: the
-    interval less a millisecond, the interval, a millisecond at its start; fresh_copies and chosen_copy: the interval in
-    ms), the per-pod panels' look-back (label_lookback), a counter's held reading (held_for) and the reading before a
-    gap (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN), a series' latest sample's time (sample_time: half the interval), a
-    GPU's unnamed series within two intervals (idle_gpus)."""
+    """The fixed windows gpudash gives `present_over_time` and `last_over_time` in panels at the scrape interval
+    `scrape_seconds`: each follows the scrape interval (the reason lint GF007 names a fixed window), or is the reach a
+    counter's reading looks back for the reading before it. A step's own sample (taken_within: the interval less a
+    millisecond, the interval, a millisecond at its start; fresh_copies and chosen_copy: the interval in ms), the
+    per-pod panels' look-back (label_lookback), a counter's held reading (held_for) and the reading before a gap
+    (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN), a series' latest sample's time (sample_time: half the interval), a GPU's
+    unnamed series within two intervals (idle_gpus)."""
     ms = scrape_seconds * 1000
     return frozenset((f"{ms - 1}ms", f"{ms}ms", f"{scrape_seconds}s", "1ms", label_lookback(scrape_seconds),
                       half_interval(scrape_seconds),

@@ -444,16 +444,25 @@ def test_two_gpus_numbered_apart_by_overlapping_exporters_each_count_once(reinde
     """Each GPU once, at either exporter's reading, while both are scraped: 800 to 820 W in all. A GPU is keyed by its
     UUID and index, so each is two GPUs for the overlap, and the choice of one name per node and index met A and B at
     each index alike (both fresh, one node name) and kept A at both: 'Total power draw' 610 W (A at 300 and 310), B
-    left out. The copy that began last wins each index now, the same exporter's at both."""
+    left out. The copy scraped last wins each index now, the same exporter's at both."""
     prometheus, start = reindexed_overlap
     shown = {at: _shown(prometheus, start, "Total power draw", at) for at in (ROLLOUT + 15, ROLLOUT + 45)}
     assert all(len(each) == 1 and 800 <= each[0] <= 820 for each in shown.values()), shown
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "Of two exporters of a rollout numbering a node's GPUs apart, the one whose copy was scraped last wins each index "
+    "(promql._present: a fresh copy weighs its sample's age), so an index's line reads the old exporter's GPU or the "
+    "new one's as their scrapes come in turn: 'n1 GPU 0' 510 W (B, the new exporter's) at 15 s after the rollout, "
+    "300 W (A, the old one's) at 33 s, 510 W at 45 s (totals right, 800 and 820 W). Grafana's steps are multiples of "
+    "the scrape interval, aligned, so one range query reads the same exporter at every step of the overlap; queries "
+    "at other phases (an instant query, a finer step) flip. Weighing first the copy that began last (its samples in "
+    "the look-back) holds the line, but a pod starting on A in the overlap begins a copy of A under the old exporter "
+    "too, and A was kept at both indexes (610 W for 820); weighing the target's longest-lived copy instead holds both "
+    "and costs ~2.7 KB of the all-metrics dashboard, which then is cut into two parts."))
 def test_two_gpus_numbered_apart_keep_one_gpu_a_line_through_the_overlap(reindexed_overlap):
     """From the new exporter's first scrape (7 s after the old one's, in each interval) each index's line reads the GPU
-    the new exporter numbers so, at every step of the overlap. With the copy scraped last winning each index, 'n1 GPU
-    0' read B (510 W) at 15 s, A (300 W) at 33 s, B again at 45 s: a 15 s step drew one line A, B, A, B."""
+    the new exporter numbers so, at every step of the overlap."""
     prometheus, start = reindexed_overlap
     times = (ROLLOUT + 10, ROLLOUT + 15, ROLLOUT + 33, ROLLOUT + 45, ROLLOUT + 63)
     shown = {at - ROLLOUT: panel_at(prometheus, bundled_project(), bundled_panels()["Power draw"], start + at, SPAN)
@@ -503,3 +512,41 @@ def test_a_gpu_lost_after_a_rollout_renaming_its_node_fires_once_and_no_other(bu
                                                         "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": [alert] if minute > lost // 2 + 10 else []}
         for minute in (34, 46, 70, 100, 150, 198)]}])
+
+
+def _reindexed_pod_started(start: int) -> str:
+    """_reindexed's overlap (the old exporter until ROLLOUT + 60, the new one from ROLLOUT, 7 s later in each interval),
+    and ml/p starting on GPU A at ROLLOUT + 30: the old exporter names it from its scrape at 30 s, the new one from its
+    scrape at 37 s."""
+    lines = []
+    for metric in FIELDS:
+        lines.append(f"# TYPE {metric} gauge")
+        for t in range(0, SPAN + 1, STEP):
+            copies = ([("10.0.0.5", {"A": 0, "B": 1}, 0)] if t < ROLLOUT + 60 else []) + (
+                [("10.0.0.6", {"A": 1, "B": 0}, 10)] if t >= ROLLOUT else [])
+            for address, index, more in copies:
+                for name, watts in (("A", 300), ("B", 500)):
+                    value = more + (watts if metric == "DCGM_FI_DEV_POWER_USAGE" else 40)
+                    pod = ',container="main",namespace="ml",pod="p"' if name == "A" and t >= ROLLOUT + 30 else ""
+                    lines.append(f'{metric}{{gpu="{index[name]}",UUID="GPU-{name}",device="nvidia{index[name]}",'
+                                 f'modelName="NVIDIA L4",Hostname="n1",instance="{address}:9400",job="gpu-metrics",'
+                                 f'node="n1"{pod}}} {value} {start + t + (more and 7)}')
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+reindexed_pod_started = backfilled_fixture("reindexed-overlap-pod-started", _reindexed_pod_started, SPAN, STEP)
+
+
+def test_two_gpus_numbered_apart_count_once_when_a_pod_starts_in_the_overlap(reindexed_pod_started):
+    """Each GPU once while both exporters are scraped, a pod starting on A in the overlap: one exporter's GPU at each
+    index (the old one's 300 and 500 W, or the new one's 510 and 310). Weighing first the copy that began last, A's
+    copy naming the pod under the old exporter (from 30 s) and its copy under the new one (from 7 s) both outranked
+    B's: A at both indexes, 610 W at 33 and 45 s."""
+    prometheus, start = reindexed_pod_started
+    times = (ROLLOUT + 15, ROLLOUT + 33, ROLLOUT + 45)
+    shown = {at - ROLLOUT: panel_at(prometheus, bundled_project(), bundled_panels()["Power draw"], start + at, SPAN)
+             for at in times}
+    either = ({"n1 GPU 0": 300.0, "n1 GPU 1": 500.0}, {"n1 GPU 0": 510.0, "n1 GPU 1": 310.0})
+    assert all(lines in either for lines in shown.values()), shown
+    totals = {at: _shown(prometheus, start, "Total power draw", at + ROLLOUT) for at in shown}
+    assert totals == {at: [pytest.approx(sum(lines.values()))] for at, lines in shown.items()}, totals
