@@ -1054,7 +1054,7 @@ def _present(every: str, seconds: int, kept: str = "") -> str:
     name is what a quarter for a copy within the look-back and another for one within the interval add up to (a
     sample within the interval is one within the look-back): one series a copy, not two. `kept`: a filter of the
     copies (`and ...`). A fresh copy weighs its sample's age in seconds over 1e7 less (an hour's interval 3.6e-4, below
-    the name order's least step, 2^-10), so of names alike at one node and index (named_gpus' `slotted`) the GPU of the
+    the name order's least step, 2^-10), so of names alike at one node and index (named_gpus' slot) the GPU of the
     copy scraped last wins, the same exporter's at every index: two exporters of a rollout numbering a node's GPUs A and
     B apart (0 and 1, then 1 and 0), both scraped, met alike at each index and A was kept at both ('Total power draw'
     610 W for 800 to 820). Targets scraped at one millisecond still tie. A copy marked stale (its target gone, its
@@ -3464,7 +3464,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
         def gpus(series: str, how: str, span: str | None) -> str:
             named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node,
-                                span is None, held_by, slotted=span is None)
+                                span is None, held_by)
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
@@ -3565,7 +3565,7 @@ def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
 
 def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
                resolution: str, labels: Labels, node: str | None = None, whole: bool = False,
-               only: tuple[str, ...] = (), slotted: bool = False) -> str:
+               only: tuple[str, ...] = ()) -> str:
     """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
     from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
     of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
@@ -3575,20 +3575,20 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
     counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says, `only` as it says.
-    `slotted` (a gauge's, in a panel): of the names GPUs are given at one index (cluster, node, index), the one ranking
-    highest (its copies the freshest: gpu_names' rank), each GPU then named by the best name it has left (gpus_named),
-    so a GPU named by its UUID where its series carry one and by its node where none does is one GPU across a rollout
-    dropping or adding the UUID label: the old exporter's copies, within the look-back, were a second GPU ('GPUs
-    reporting' 4 for 2, a GPU's line the mean of old and new readings). Not an alert's: its statistics span periods,
-    which the old name's readings fill while the new name's are too few (a hot GPU's alert went quiet from the rollout
-    for some 6 minutes); its labels (node, index) hold the two names as one alert."""
+    A gauge in a panel (`span` None) is slotted: of the names GPUs are given at one index (cluster, node, index), the
+    one ranking highest (its copies the freshest: gpu_names' rank), each GPU then named by the best name it has left
+    (gpus_named), so a GPU named by its UUID where its series carry one and by its node where none does is one GPU
+    across a rollout dropping or adding the UUID label: the old exporter's copies, within the look-back, were a second
+    GPU ('GPUs reporting' 4 for 2, a GPU's line the mean of old and new readings). Not an alert's: its statistics span
+    periods, which the old name's readings fill while the new name's are too few (a hot GPU's alert went quiet from
+    the rollout for some 6 minutes); its labels (node, index) hold the two names as one alert."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only, slotted)
+    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
 
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
-               node: str | None = None, whole: bool = False, only: tuple[str, ...] = (), slotted: bool = False) -> str:
+               node: str | None = None, whole: bool = False, only: tuple[str, ...] = ()) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
     the Node variable's values.
@@ -3603,11 +3603,11 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     (tests/integration/test_gpu_moved_in_range.py). A step whose look-back reaches a sample before the range (a GPU
     gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold. `only` (a panel's
     own matchers beyond `matchers`, a gauge's: its MIG instances'): the GPUs with a copy they match (_filtered_gpus).
-    `slotted` (named_gpus'): of the candidate names at one index (cluster, node, index), the highest ranked, before
-    each GPU's name is chosen among those left: chosen after, a GPU moved from a plainly named node to one named like a
-    pod (a Karpenter node claim), the range naming it by its old node at every step, met there the GPU that took its
-    index, fresher, and was left out ('GPUs reporting' 1 for 2, 'Total power draw' 500 W for 800); among its
-    candidates it loses the old node's name alone and is named by the node it moved to."""
+    `span` None (a gauge's, in a panel: named_gpus' slot): of the candidate names at one index (cluster, node, index),
+    the highest ranked, before each GPU's name is chosen among those left: chosen after, a GPU moved from a plainly
+    named node to one named like a pod (a Karpenter node claim), the range naming it by its old node at every step, met
+    there the GPU that took its index, fresher, and was left out ('GPUs reporting' 1 for 2, 'Total power draw' 500 W
+    for 800); among its candidates it loses the old node's name alone and is named by the node it moved to."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
     # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
@@ -3615,7 +3615,7 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     kept = _filtered_gpus(metrics, matchers, only, resolution) if only and stepped else None
     names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, kept) for metric in metrics]
     candidates = names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
-    if slotted:
+    if span is None:
         candidates = f"topk by ({_listed((labels.cluster, labels.node, 'gpu'))}) (1, {candidates})"
     named = _first_name(candidates, labels, stepped)
     return _picked(named, node, labels) if stepped and node is not None else named

@@ -39,7 +39,7 @@ to_pod_named_node = backfilled_fixture("gpu-moved-slot-gap-pod-named", lambda st
                                        SPAN, STEP)
 SLOT_GAP = pytest.mark.xfail(strict=True, reason=(
     "Of the names GPUs have at one node and index, a gauge panel keeps the highest ranked before each GPU's name is "
-    "chosen (named_gpus' slotted). GPU-A, moved from n1 to another node, keeps n1 among its candidates while its last "
+    "chosen (named_gpus' slot). GPU-A, moved from n1 to another node, keeps n1 among its candidates while its last "
     "sample there is within the look-back; GPU-B, which took n1's index 0, ranks alike there while its exporter's latest "
     "sample is older than a scrape interval (missed scrapes), and GPU-A can win n1's slot though it is named by the node "
     "it moved to: GPU-B, with no other name, is left out ('GPUs reporting' 1 for 2, 'Total power draw' 300 W for 800 "

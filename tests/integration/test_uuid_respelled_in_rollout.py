@@ -346,7 +346,7 @@ renamed_none_node = backfilled_fixture("renamed-uuid-none-node",
 RENAMED_WITHOUT_UUID = pytest.mark.xfail(strict=True, reason=(
     "A GPU whose series carry no UUID is named by its node spelling: an exporter rollout from one writing its own pod's "
     "name into Hostname (no NODE_NAME, no node target label) to one writing the node into hostname names the old copies "
-    "and the new ones as two GPUs of two nodes, and the choice of one GPU per node and index (named_gpus' slotted) "
+    "and the new ones as two GPUs of two nodes, and the choice of one GPU per node and index (named_gpus' slot) "
     "does not meet them: for the look-back after the rollout 'GPUs reporting' reads 4 for 2 and 'Total power draw' "
     "1,620 W for 820 (15, 45 and 90 s after it), whether the old exporter's series carried the UUID or not; with the "
     "UUID on both sides, or a node target label on the series (gpudash's scrape job and ServiceMonitor write it), each "
