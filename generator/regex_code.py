@@ -11,10 +11,11 @@ compiling the pattern again.
 `install()` gives `re` a compile of its own (re.compile and every function taking a pattern text call
 `re._compiler.compile` for a pattern not in the process's cache). A pattern is its own key, with its flags, so a
 changed pattern can only miss; what cannot be trusted (an entry of another shape, code the engine refuses, a pattern
-with the DEBUG or LOCALE flag, or a compiled pattern given again) goes to `re`'s compiler as before. The file is read
-and written as dataclass_code's is: only when written by this very interpreter version, whole, at exit, when the run
-compiled a pattern it did not hold, not where `sys.dont_write_bytecode` is set; holding only the patterns runs that
-wrote it lately used (a pattern made from a setting, such as the build folder's name, leaves once no run uses it).
+with the DEBUG or LOCALE flag, or a compiled pattern given again) goes to `re`'s compiler as before. The file is read,
+bounded and written by kept_code, as dataclass_code's is: only when written by this very interpreter version, whole,
+at exit, when the run compiled a pattern it did not hold, not where `sys.dont_write_bytecode` is set; holding only the
+patterns runs that wrote it lately used (a pattern made from a setting, such as the build folder's name, leaves once
+no run uses it).
 """
 
 from __future__ import annotations
@@ -22,21 +23,19 @@ from __future__ import annotations
 import os
 import sys
 
-from .dataclass_code import _FOLDER, _read, save
+from .kept_code import FOLDER, Kept
 
-_FILE = os.path.join(_FOLDER, f"regex-code.{sys.implementation.cache_tag}.marshal")
+_FILE = os.path.join(FOLDER, f"regex-code.{sys.implementation.cache_tag}.marshal")
 
 
-class _Cache:
+class _Cache(Kept):
     def __init__(self, path: str, compiler) -> None:
         import _sre
         from re import _parser
 
-        self.path, self.compiler, self.real = path, compiler, compiler.compile
+        super().__init__(path)
+        self.compiler, self.real = compiler, compiler.compile
         self.engine, self.parser = _sre, _parser
-        self.codes, self.ages = _read(path)
-        self.used: set = set()
-        self.compiled = 0  # patterns this run compiled (not held by the file)
         self.untrusted = compiler.SRE_FLAG_DEBUG | compiler.SRE_FLAG_LOCALE
 
     def compile(self, pattern, flags=0):
@@ -65,17 +64,8 @@ class _Cache:
         # kept as plain values (the compiler's opcodes are named int constants, which marshal does not write)
         arguments = (int(flags | parsed.state.flags), [int(word) for word in code], int(parsed.state.groups - 1),
                      dict(groupindex), tuple(indexgroup))
-        self.codes[key] = arguments
-        self.used.add(key)
-        self.compiled += 1
+        self.add(key, arguments)
         return compiled
-
-    def save(self) -> None:
-        """Write the cache when this run compiled a pattern it did not hold (best effort, as bytecode)."""
-        if not self.compiled or sys.dont_write_bytecode:
-            return
-        save(self.path, self.codes, self.used, self.ages)
-        self.compiled = 0
 
 
 def _shaped(held) -> bool:

@@ -11,16 +11,17 @@ text and evaluated by no one): the same classes, functions and values, without t
 `install()` puts a finder on `sys.meta_path` just before the path finder (so any finder ahead of it is asked first, as
 before) that gives the SDK's modules the path finder finds from their source a loader compiling them so; a module it
 finds without its source (bytecode alone), in a zip or as an extension is imported as before. Their code is kept beside
-gpudash's bytecode (`sdk-code.<tag>.marshal`, written as dataclass_code writes its file), each module's with the length
-and hash of the source it was compiled from (the hash a hash-based .pyc holds, PEP 552), not its size and modification
-time as the interpreter checks its own bytecode: an installer that keeps the times its archive holds (reproducible
-builds give every file one fixed time; a store such as Nix's gives each the time 1) leaves an upgraded module of the
-same size with its predecessor's time, and the cache, not beside the SDK, also serves an SDK of another environment. A
-cache of another interpreter version, one that cannot be read or an entry of another shape is compiled again too; a
-module's code is given the path of the source it is imported from. Where the code cannot be kept (as bytecode:
-`sys.dont_write_bytecode`, or a folder this process cannot write), a module not held is imported as before, from the
-SDK's own bytecode: compiling it from its source at every run would cost far more than the annotations. Only the command
-installs the finder (generator/entry.py): importing gpudash's modules from a program of one's own changes no import.
+gpudash's bytecode (`sdk-code.<tag>.marshal`, read, bounded and written by kept_code as dataclass_code's file is), each
+module's with the length and hash of the source it was compiled from (the hash a hash-based .pyc holds, PEP 552), not
+its size and modification time as the interpreter checks its own bytecode: an installer that keeps the times its archive
+holds (reproducible builds give every file one fixed time; a store such as Nix's gives each the time 1) leaves an
+upgraded module of the same size with its predecessor's time, and the cache, not beside the SDK, also serves an SDK of
+another environment. A cache of another interpreter version, one that cannot be read or an entry of another shape is
+compiled again too; a module's code is given the path of the source it is imported from. Where the code cannot be kept
+(as bytecode: `sys.dont_write_bytecode`, or a folder this process cannot write), a module not held is imported as
+before, from the SDK's own bytecode: compiling it from its source at every run would cost far more than the annotations.
+Only the command installs the finder (generator/entry.py): importing gpudash's modules from a program of one's own
+changes no import.
 """
 
 from __future__ import annotations
@@ -33,22 +34,18 @@ import sys
 from importlib.machinery import PathFinder, SourceFileLoader
 from importlib.util import source_hash
 
-from .dataclass_code import _FOLDER, _read, save
+from .kept_code import FOLDER, Kept, code as _loaded
 
-_FILE = os.path.join(_FOLDER, f"sdk-code.{sys.implementation.cache_tag}.marshal")
+_FILE = os.path.join(FOLDER, f"sdk-code.{sys.implementation.cache_tag}.marshal")
 SDK = "grafana_foundation_sdk"
 _ANNOTATIONS = 0x1000000  # __future__.annotations.compiler_flag (CO_FUTURE_ANNOTATIONS)
 
 
-class _Finder:
+class _Finder(Kept):
     """The path finder's spec of each of the SDK's modules, with a loader that compiles its source as above."""
 
     def __init__(self, path: str) -> None:
-        self.path = path
-        self.codes: dict | None = None  # read at the first SDK module (most commands import none)
-        self.ages: dict = {}
-        self.used: set = set()  # modules this run imported through the cache
-        self.compiled = 0  # modules this run compiled (not held by the file)
+        super().__init__(path, now=False)  # read at the first SDK module (most commands import none)
         self.writable: bool | None = None  # whether they can be written (keeps)
         self.lock = _thread.allocate_lock()  # two threads importing two modules at once read the file once
 
@@ -65,27 +62,21 @@ class _Finder:
         where it can be kept; else None (the module's own bytecode)."""
         with self.lock:
             if self.codes is None:
-                self.codes, self.ages = _read(self.path)
+                self.read()
         held = self.codes.get(fullname)
         if held is None and not self.keeps():
             return None  # compiled at every run, the SDK would cost more than its own bytecode: imported as before
         source = read(source_path)
         key = (len(source), source_hash(source))
-        if type(held) is tuple and len(held) == 2 and held[0] == key and type(held[1]) is bytes:
-            try:
-                code = marshal.loads(held[1])
-            except Exception:  # noqa: BLE001 - a damaged entry is compiled again
-                code = None
-            if type(code) is _CODE:
-                _imp._fix_co_filename(code, source_path)  # as the interpreter does with a module's bytecode
-                self.used.add(fullname)
-                return code
+        code = _loaded(held[1]) if type(held) is tuple and len(held) == 2 and held[0] == key else None
+        if code is not None:
+            _imp._fix_co_filename(code, source_path)  # as the interpreter does with a module's bytecode
+            self.used.add(fullname)
+            return code
         if not self.keeps():
             return None
         code = compile(source, source_path, "exec", flags=_ANNOTATIONS, dont_inherit=True)
-        self.codes[fullname] = (key, marshal.dumps(code))
-        self.used.add(fullname)
-        self.compiled += 1
+        self.add(fullname, (key, marshal.dumps(code)))
         return code
 
     def keeps(self) -> bool:
@@ -97,15 +88,6 @@ class _Finder:
                 folder = os.path.dirname(folder)
             self.writable = not sys.dont_write_bytecode and os.access(folder or os.curdir, os.W_OK)
         return self.writable
-
-    def save(self) -> None:
-        """Write the codes when this run compiled a module it did not hold (best effort, as bytecode)."""
-        if self.compiled and self.codes is not None:
-            save(self.path, self.codes, self.used, self.ages)
-            self.compiled = 0
-
-
-_CODE = type(_Finder.save.__code__)
 
 
 class _Loader(SourceFileLoader):

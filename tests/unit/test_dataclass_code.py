@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import dataclass_code
+from generator import dataclass_code, kept_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULE = '''
 import dataclasses, json, sys
 from dataclasses import dataclass, field
-from generator import dataclass_code
+from generator import dataclass_code, kept_code
 
 import os
-dataclass_code._KEEP = int(os.environ.get("GPUDASH_TEST_DATACLASS_KEEP", dataclass_code._KEEP))
+kept_code._KEEP = int(os.environ.get("GPUDASH_TEST_DATACLASS_KEEP", kept_code._KEEP))
 cache = dataclass_code.install(sys.argv[1])
 
 @dataclass(frozen=True)
@@ -166,10 +166,10 @@ def test_over_many_runs_each_with_classes_of_its_own_the_file_holds_what_is_in_u
 def test_runs_of_two_patch_releases_alternating_do_not_rewrite_the_file_each_time(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; written as bytecode is
     path, text = tmp_path / "codes.marshal", "def __create_fn__():\n def f(self): return 1\n return f"
-    ours = dataclass_code._version()
+    ours = kept_code._version()
     compiled = []
     for version in (ours, (ours[0] + 1, ours[1]), ours, (ours[0] + 1, ours[1])):
-        monkeypatch.setattr(dataclass_code, "_version", lambda version=version: version)
+        monkeypatch.setattr(kept_code, "_version", lambda version=version: version)
         cache = dataclass_code._Cache(str(path))
         cache.exec(text, {"__name__": "generator.sample_for_test"})
         compiled.append(cache.compiled)

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from generator import sdk_code
+from generator import kept_code, sdk_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,13 +186,13 @@ def test_two_threads_importing_two_modules_at_once_keep_both(tmp_path, monkeypat
     """The file is read at the first SDK module; a second thread importing another module meanwhile shares what the
     first read, so what each compiles is written."""
     monkeypatch.setattr(sys, "dont_write_bytecode", False)  # this machine's shells set it; written as bytecode is
-    read = sdk_code._read
+    read = kept_code.read
 
     def slow_read(path):
         time.sleep(0.3)  # both threads are importing while the file is read
         return read(path)
 
-    monkeypatch.setattr(sdk_code, "_read", slow_read)
+    monkeypatch.setattr(kept_code, "read", slow_read)
     finder = sdk_code._Finder(str(tmp_path / "sdk-code.marshal"))
     names = {f"grafana_foundation_sdk.models.m{n}": tmp_path / f"m{n}.py" for n in range(2)}
     codes = {}
