@@ -228,8 +228,9 @@ def get(url: str, options: Options, what: str, hint: str, params: dict[str, str]
 def _posted_again(response, **_):
     """A redirect (301, 302, 303) of a POSTed read followed as a 307 is: the POST with its body sent again to the new
     address. requests follows those as a GET without the body (a browser's habit, which RFC 9110 allows and does not
-    ask for): a query in the body is lost, and Prometheus answers the empty query as one it cannot parse."""
-    if response.request.method == "POST" and response.status_code in (301, 302, 303):
+    ask for): a query in the body is lost, and Prometheus answers the empty query as one it cannot parse. One without a
+    Location to follow is left the answer it is (its own status)."""
+    if response.request.method == "POST" and response.status_code in (301, 302, 303) and response.is_redirect:
         response.status_code = 307
     return response
 

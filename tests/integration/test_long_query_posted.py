@@ -84,3 +84,14 @@ def test_a_long_query_refused_as_a_post_is_read_from_the_url():
         server.refused.add("POST")
         result = client.run(query, True, 0.0, 60.0, 15.0)
     assert result.error is None and [s.labels for s in result.series] == [{"pod": "a"}]
+
+
+@pytest.mark.parametrize("status", [301, 302, 303])
+def test_a_long_query_answered_a_redirect_without_a_location_is_a_failure_of_that_status(status):
+    """A redirect status without a Location to follow is the server's answer as it gave it: a failure naming that
+    status, not one it never sent (the POST's redirect, followed as a 307, reported HTTP 307)."""
+    query = _long('m{pod="a"}', 2 * URL_QUERY_LIMIT)
+    with CannedServer("<html>moved</html>", status=status, content_type="text/html") as server, \
+            PrometheusClient(server.url, timeout=5) as client:
+        result = client.run(query, True, 0.0, 60.0, 15.0)
+    assert result.series == [] and result.error is not None and f"HTTP {status} " in result.error, result.error
