@@ -1073,6 +1073,8 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     exact = f"[{_seconds(window) * 1000 - 1}ms]{shift}"  # the period's scrapes, (t - period, t] on Prometheus 2 and 3
     target = f"on({cluster}, job, instance)" if settings.shared_prometheus else "on(job, instance)"
     serving = " or ".join(f"max_over_time({LABELS}{{{m}}}{span})" for m in exporter_label_matchers())
+    if by_name:  # or a DaemonSet the settings name, by its counts, as `found`: the agent's job keeps those
+        serving = f"{serving} or {_counts(_counted_selectors(settings), cluster, span)}"
     labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
         else []
     absent = _each_filled(none_labelled, [matcher(cluster, value) for value in labelled]) or [none_labelled("")]
@@ -1089,7 +1091,8 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                f"<= {rollout_unavailable(settings, f'min_over_time({DESIRED}{span})', 'ceil')}))",
                "fewer exporter pods available than desired"),
     ]
-    # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
+    # kube-state-metrics' target (the one serving an exporter DaemonSet's labels, or a named one's counts: a shard of a
+    # sharded kube-state-metrics may serve a named DaemonSet alone) answering under half its scrapes
     ksm = reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
                  KSM_READ_REASON)
     # each exporter DaemonSet the settings name: its counts gone all period (deleted, or its node pool removed), as its

@@ -159,13 +159,23 @@ NEW_PODS = [{**kube_state.KSM_POD, "__address__": f"10.0.2.{11 + i}:8080",
 def _twin_fired(files, folder, pod_at, answering=_always) -> set[int]:
     """The minutes at which the rule fires (promtool) over the story of _replaced_points: each kube-state-metrics pod a
     target of its own (its `up`, 0 where it did not answer, and its counts where it did), two GPU nodes reporting."""
+    served = ((EXPORTER, kube_state.OPERATOR_LABELS), (POOL_B, None))
+    return _targets_fired(files, folder, [
+        (pod["__address__"], "".join(("1" if answering(k) else "0") if pod_at(k) is pod else "."
+                                     for k in range(AGENT_STEPS)), served)
+        for pod in (kube_state.KSM_POD, *NEW_PODS)])
+
+
+def _targets_fired(files, folder, targets) -> set[int]:
+    """The minutes at which the rule fires (promtool), two GPU nodes reporting, over kube-state-metrics `targets`: each
+    (its address, its scrapes at each 30 s step: 1 answered, 0 not, . no target, the exporter DaemonSets whose counts
+    it serves: each (namespace and name, its identifying labels or None))."""
     rule = _data_missing_rule(files, folder)
     series = []
-    for pod in (kube_state.KSM_POD, *NEW_PODS):
-        line = "".join(("1" if answering(k) else "0") if pod_at(k) is pod else "." for k in range(AGENT_STEPS))
-        target = _labels({"job": "kube-state-metrics", "instance": pod["__address__"]})
+    for address, line, served in targets:
+        target = _labels({"job": "kube-state-metrics", "instance": address})
         series.append({"series": f"up{{{target}}}", "values": _up_values(line)})
-        for daemonset, labels in ((EXPORTER, kube_state.OPERATOR_LABELS), (POOL_B, None)):
+        for daemonset, labels in served:
             counts = f"{target},{_labels(daemonset)}"
             series += [{"series": f"{metric}{{{counts}}}", "values": _promtool_values(line, "2")}
                        for metric in (kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED)]
@@ -235,6 +245,20 @@ def test_a_sharded_kube_state_metrics_shard_in_a_crash_loop_fires_for_the_daemon
     states = cloudwatch_eval.alarm(_agent_alarm(files), points, min(truth) * 60)
     assert [dict(key) for key, state in states.items() if state == "ALARM"] == [
         {"kube_state_metrics_pod": "monitoring/kube-state-metrics-1", **{k: POOL_B[k] for k in ("namespace", "daemonset")}}]
+
+
+def test_the_twin_fires_for_a_sharded_kube_state_metrics_shard_serving_a_named_daemonset_alone(tmp_path):
+    """The story above on Prometheus: shard 1 serves pool b alone, a DaemonSet the settings name whose labels do not
+    identify it as an exporter (its own release's), answering two minutes of every five from minute 20 to 40. The
+    rule's twin fires for its target at the minutes of the truth as a PromQL range holds the scrapes, as the agent
+    alarm does (it read the identifying labels alone, and fired nothing)."""
+    (tmp_path / "gpudash.yaml").write_text(SETTINGS["two DaemonSets"])
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    shards = [("10.0.2.9:8080", "1" * AGENT_STEPS, ((EXPORTER, kube_state.OPERATOR_LABELS),)),
+              ("10.0.2.10:8080", "".join("1" if _up_two_minutes_in_five(k) else "0" for k in range(AGENT_STEPS)),
+               ((POOL_B, None),))]
+    truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_two_minutes_in_five, m, shift=1)}
+    assert truth and _targets_fired(files, tmp_path, shards) == truth
 
 
 def _crash_looping_three_periods(k: int) -> bool:
