@@ -101,15 +101,22 @@ def test_a_crash_looping_agent_fires_the_agent_alarm_at_the_truths_minutes_with_
     assert named == ({FIRST_NAME, SECOND_NAME} if replicas == 2 else {FIRST_NAME})
 
 
-def test_one_of_two_kube_state_metrics_pods_answering_under_half_fires_for_that_pod(files):
+def test_one_of_two_kube_state_metrics_pods_answering_under_half_fires_for_that_pod(files, tmp_path):
     """The agent running, the second kube-state-metrics pod answering two minutes of every five from minute 20 to 40:
     kube-state-metrics answering under half its scrapes, which the rule's twin fires for (its target's `up`). The
-    agent alarm fires at the minutes of the truth, for that pod alone; the first pod's reads do not hide it."""
+    agent alarm fires at the minutes of the truth, for that pod alone; the first pod's reads do not hide it. The twin
+    fires at the truth's minutes as a PromQL range holds the scrapes (the same but minute 40, on a period's edge)."""
     points = _points(files, _always, _always, _up_two_minutes_in_five)
     truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_two_minutes_in_five, m)}
     assert truth and _fired(files, points) == truth
     states = cloudwatch_eval.alarm(_agent_alarm(files), points, min(truth) * 60)
     assert {dict(key)["kube_state_metrics_pod"] for key, state in states.items() if state == "ALARM"} == {SECOND_NAME}
+    served = ((EXPORTER, kube_state.OPERATOR_LABELS), (POOL_B, None))
+    targets = [(kube_state.KSM_POD["__address__"], "1" * AGENT_STEPS, served),
+               (SECOND_KSM["__address__"],
+                "".join("1" if _up_two_minutes_in_five(k) else "0" for k in range(AGENT_STEPS)), served)]
+    ranged = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_two_minutes_in_five, m, shift=1)}
+    assert ranged == truth - {40} and _targets_fired(files, tmp_path, targets) == ranged
 
 
 def test_two_healthy_kube_state_metrics_pods_and_one_replaced_fire_nothing(files):
