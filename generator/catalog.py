@@ -9,6 +9,7 @@ of spaces; the type is one of gauge, counter, histogram, summary, label.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -392,7 +393,16 @@ def image_served_kind(catalog: Catalog, name: str) -> str | None:
     served = IMAGE_DEFAULT_KINDS.get(name)
     if served is None or name not in catalog or catalog.get(name).kind == served:
         return None
-    return served if Path(catalog.source) == default_counters() else None
+    return served if _is_bundled(catalog.source) else None
+
+
+def _is_bundled(source: str) -> bool:
+    """Whether the CSV read from `source` is the bundled file itself, however its path is spelled (a symbolic link, a
+    path through `..`); a copy of it is the user's."""
+    try:
+        return os.path.samefile(source, default_counters())
+    except (OSError, ValueError):  # no such file (a catalog parsed from text): not the bundled one
+        return False
 
 
 def parse_counters(text: str, source: str = "<counters>") -> Catalog:

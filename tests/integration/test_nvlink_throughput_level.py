@@ -158,6 +158,26 @@ def test_agent_pipeline_classic_with_the_bundled_csv_shows_no_throughput_the_exp
             if p.metric == NVLINK and dict(p.dimensions).get("gpu") == "0"] == [300.0, 300.0, 100.0, 250.0]
 
 
+@pytest.mark.parametrize("spelling", ["link", "dotdot"])
+def test_agent_pipeline_classic_with_the_bundled_csv_named_by_another_path_publishes_none_of_the_throughput(
+        tmp_path, spelling):
+    """`counters` naming the bundled CSV itself, by a symbolic link or a path through `..`, is the bundled CSV: the
+    JSON path would publish the throughput's differences as it does without `counters`. The bundled CSV was told by its
+    path's spelling, so such a `counters` kept the widget and the agent published 0, 100 and 150 MB/s for 300, 300,
+    100 and 250."""
+    from generator.limits import checked_build
+    from generator.resources import default_counters
+
+    bundled = default_counters()
+    if spelling == "link":
+        (tmp_path / "counters.csv").symlink_to(bundled)
+        named = "counters.csv"
+    else:
+        named = str(bundled.parent / ".." / bundled.parent.name / bundled.name)
+    (tmp_path / "gpudash.yaml").write_text(f"counters: {named}\nagent:\n  pipeline: classic\n")
+    assert _classic_readings(encode(checked_build(load_project(tmp_path / "gpudash.yaml")))) == []
+
+
 def test_agent_pipeline_classic_with_the_bundled_csv_says_at_generate_and_lint_that_the_throughput_is_left_out(
         tmp_path, cli):
     """The NVLink throughput left out of CloudWatch on agent.pipeline: classic with the bundled CSV was said in the
