@@ -201,3 +201,17 @@ def test_agent_pipeline_classic_with_the_bundled_csv_says_at_generate_and_lint_t
     (tmp_path / "otel").mkdir()
     code, _, stderr = cli("generate", "--out", str(tmp_path / "otel" / "build"))
     assert code == 0 and "CW022" not in stderr, stderr
+
+
+@pytest.mark.parametrize("csv", ["dcp-metrics-included.csv", "default-counters.csv"])
+def test_the_types_an_exporter_image_serves_unlike_the_bundled_csv_are_those_the_catalog_knows(csv, reference):
+    """catalog.IMAGE_DEFAULT_KINDS holds each field NVIDIA's default counters CSVs (the GPU operator's, the exporter
+    image's) type otherwise than the bundled CSV, with NVIDIA's type: no more, no fewer. A field the bundled CSV comes
+    to type otherwise, or NVIDIA's CSVs come to type alike, is said here rather than published as it is not served."""
+    from generator.catalog import IMAGE_DEFAULT_KINDS, parse_counters
+
+    bundled = load_project().catalog
+    nvidia = parse_counters((reference / "dcgm" / csv).read_text(), csv)
+    unlike = {m.name: m.exported_kind for m in nvidia
+              if m.name in bundled and bundled.get(m.name).exported_kind != m.exported_kind}
+    assert unlike == IMAGE_DEFAULT_KINDS
