@@ -111,3 +111,17 @@ def test_over_many_runs_each_with_a_pattern_of_its_own_the_file_holds_what_is_in
         again.compile(pattern, flags)
     again.save()
     assert (path.stat().st_mtime_ns, path.read_bytes()) == written and again.compiled == 0
+
+
+def test_a_pattern_compiled_with_the_debug_flag_prints_its_tree_at_every_compile(tmp_path, capsys):
+    """re.DEBUG prints the parsed pattern as `re` compiles it, and `re` keeps no such pattern in its own cache: the
+    kept code, which skips the parse, must not take it (nor keep it)."""
+    import re
+    from re import _compiler
+
+    cache = regex_code._Cache(str(tmp_path / "regex-code.marshal"), _compiler)
+    printed = []
+    for _ in range(2):
+        assert cache.compile("ab+", re.DEBUG.value).match("abb")  # re.compile gives its compiler the int
+        printed.append(capsys.readouterr().out)
+    assert all("MAX_REPEAT 1 MAXREPEAT" in out for out in printed) and not cache.codes, printed
