@@ -25,7 +25,7 @@ _WRITES = 8  # an entry no run writing the file used in this many writes is left
 
 class Kept:
     """One file's entries (key -> what a run compiled, as its kind keeps it) for this run: `codes` (read now, or None
-    until `read()` when `now` is false), which of them the run `used`, and how many it `compiled` (did not hold)."""
+    until `load()` when `now` is false), which of them the run `used`, and how many it `compiled` (did not hold)."""
 
     def __init__(self, path: str, now: bool = True) -> None:
         self.path = path
@@ -33,7 +33,7 @@ class Kept:
         self.used: set = set()
         self.compiled = 0
 
-    def read(self) -> None:
+    def load(self) -> None:
         self.codes, self.ages = read(self.path)
 
     def add(self, key, value) -> None:

@@ -62,7 +62,7 @@ class _Finder(Kept):
         where it can be kept; else None (the module's own bytecode)."""
         with self.lock:
             if self.codes is None:
-                self.read()
+                self.load()
         held = self.codes.get(fullname)
         if held is None and not self.keeps():
             return None  # compiled at every run, the SDK would cost more than its own bytecode: imported as before
