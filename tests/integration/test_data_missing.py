@@ -1252,6 +1252,17 @@ def test_a_crash_looping_agent_fires_the_agent_alarm(generated):
     assert all(set(f) == {AGENT_ALARM} for f in fired.values() if f)
 
 
+def _reporting(nodes) -> list[dict]:
+    """promtool's input series of one-GPU `nodes` whose exporters answer every scrape of AGENT_STEPS with DCGM data."""
+    series = []
+    for node in nodes:
+        target = _labels(_story_target(node))
+        series += [{"series": f"up{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
+                   {"series": f"{SAMPLES}{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
+                   {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": f"60x{AGENT_STEPS - 1}"}]
+    return series
+
+
 def test_kube_state_metrics_answering_a_minute_in_five_fires_both_forms_at_the_same_minutes(generated, tmp_path):
     """kube-state-metrics in a crash loop from minute 20 to 40 (answering one minute of every five), the agent and
     Prometheus running: the agent alarm counts the agent's scrapes of it that brought its series, the rule counts its
@@ -1291,11 +1302,7 @@ def test_kube_state_metrics_answering_a_minute_in_five_fires_both_forms_at_the_s
                 for metric in (kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED)),
               {"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}",
                "values": when_answered("1")}]
-    for node in nodes:
-        target = _labels(_story_target(node))
-        series += [{"series": f"up{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
-                   {"series": f"{SAMPLES}{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
-                   {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": f"60x{AGENT_STEPS - 1}"}]
+    series += _reporting(nodes)
     reason = "kube-state-metrics answered under half its scrapes"
     fires = [{"exp_labels": {**rule["labels"], **ksm_target, "reason": reason},
               "exp_annotations": {**rule["annotations"],

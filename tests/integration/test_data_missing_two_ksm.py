@@ -23,9 +23,9 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
-from tests.integration.test_data_missing import (AGENT_ALARM, AGENT_FILE, AGENT_STEPS, EXPORTER, LOST_NODES, SAMPLES,
+from tests.integration.test_data_missing import (AGENT_ALARM, AGENT_FILE, AGENT_STEPS, EXPORTER, LOST_NODES,
                                                  STEP, _data_missing_rule, _in_alarm, _labels, _one_gpu_page,
-                                                 _promtool_fired, _promtool_values, _read_in_under_half, _story_target,
+                                                 _promtool_fired, _promtool_values, _read_in_under_half, _reporting,
                                                  _up_values)
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
@@ -189,12 +189,7 @@ def _targets_fired(files, folder, targets) -> set[int]:
             if labels:
                 series.append({"series": f"{kube_state.LABELS}{{{counts},{_labels(labels)}}}",
                                "values": _promtool_values(line, "1")})
-    for node in LOST_NODES[:2]:
-        target = _labels(_story_target(node))
-        series += [{"series": f"up{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
-                   {"series": f"{SAMPLES}{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
-                   {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": f"60x{AGENT_STEPS - 1}"}]
-    return _promtool_fired(folder, rule, series, AGENT_STEPS)
+    return _promtool_fired(folder, rule, series + _reporting(LOST_NODES[:2]), AGENT_STEPS)
 
 
 def _replaced_at_30(k: int) -> dict:
