@@ -176,6 +176,21 @@ def test_a_static_pod_whose_alarm_name_is_too_long_is_refused(cli, tmp_path):
     assert "fix: use alarms.per_pod: group_by" in stderr
 
 
+
+def test_an_exporter_daemonset_whose_data_missing_alarm_name_is_too_long_is_refused_naming_it(cli, tmp_path):
+    """A DaemonSet name Kubernetes takes (a DNS subdomain up to 253 characters) ends its data-missing alarm's name:
+    the error named alarms.name_prefix and told to shorten it or the cluster name, where no prefix could fit it."""
+    daemonset = ".".join(["a" * 60, "b" * 60, "c" * 60, "d" * 30])
+    code, _, stderr, config, out = _generate(
+        cli, tmp_path, f"exporter:\n  more_daemonsets:\n    - {daemonset}\n")
+    assert code == 2, stderr
+    assert f"error: {config}:2: alarm name gpudash-gpu-cluster-gpu-data-missing-" in stderr, stderr
+    assert f"the exporter DaemonSet gpu-operator/{daemonset} (226 characters)" in stderr, stderr
+    assert "fix: name that DaemonSet 17 or more characters shorter" in stderr, stderr
+    code, _, stderr, _, _ = _generate(cli, tmp_path, f"exporter:\n  more_daemonsets:\n    - {daemonset[17:]}\n",
+                                      refused=False)
+    assert code == 0, stderr
+
 QUERY = 'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "pod") '
 
 
