@@ -100,9 +100,9 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         (matchers,) = everywhere.matchers(labels)
         picked = scope.matchers(labels) if everywhere != scope else None
         series = listed_names(metrics, matchers, f"{settings.scrape.seconds}s", labels, seen=picked)
-        if everywhere != scope:
+        if picked is not None:
             gpu = ", ".join(dict.fromkeys((labels.cluster, GPU_LABEL, "gpu")))
-            held = " or ".join(on_node(metric, scope.matchers(labels), labels) for metric in metrics)
+            held = " or ".join(on_node(metric, picked, labels) for metric in metrics)
             series = f"({series} and on ({gpu}) ({held}))"
     else:
         # the GPUs a copy names under a picked node, of those a copy naming a picked pod or namespace places in the
