@@ -33,8 +33,10 @@ from tests.support.prometheus_server import backfilled_fixture, counted_inline, 
 from tests.support.promtool_rules import rule_groups
 
 SETTINGS = {"defaults": "", "virtual_gpus": "exporter:\n  virtual_gpus: true\n"}
-# each fleet's picks: every variable at All, a pod (one that leaves its GPU where the fleet has one), a namespace
-PICKS = {"messy": ({}, {"pod": "train-0"}, {"namespace": "team-a"}),
+# each fleet's picks: every variable at All, a pod (one that leaves its GPU where the fleet has one), a namespace; the
+# messy fleet's pods: one name in two namespaces on whole GPUs, and one on MIG instances of two GPUs (a MIG instance's
+# panel reads nothing of the first, the encoder's of the second)
+PICKS = {"messy": ({}, {"pod": "worker-0"}, {"pod": "mig-b"}, {"namespace": "team-a"}),
          "rollout": ({}, {"pod": "solo-0"}, {"namespace": "team-c"}),
          "exporter-pod": ({}, {"pod": "job-1"}, {"namespace": "ml"}),
          "shared": ({}, {"pod": "w-0"}, {"namespace": "ns-b"})}
@@ -117,7 +119,11 @@ def _alike(one: dict, other: dict) -> bool:
 def test_a_brief_query_reads_what_the_whole_one_does(request, fleet, build_name, name, text, before):
     prometheus, start = request.getfixturevalue({"messy": "messy", "rollout": "rollout", "exporter-pod": "honoring",
                                                  "shared": "shared"}[fleet])
+    answered = []
     for picked in PICKS[fleet]:
         built, whole = (_answers(prometheus, start, fleet, t, SETTINGS[build_name], picked) for t in (text, before))
         wrong = {at: (built[at], whole[at]) for at in built if not _alike(built[at], whole[at])}
         assert not wrong and built.keys() == whole.keys(), (picked, wrong)
+        answered.append(("pod" in picked, any(built.values())))
+    if fleet == "messy":  # its fleet holds what every query reads: a query that answers nothing compares nothing
+        assert all(a for pod, a in answered if not pod) and any(a for pod, a in answered if pod), (answered, PICKS)
