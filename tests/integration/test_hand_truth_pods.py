@@ -1,12 +1,13 @@
-"""Two per-pod panels and the framebuffer alarm, against a small fleet whose truth is worked out by hand here (not by
-tests/support's truth function): an exporter upgraded a scrape ago (`Hostname`, then `hostname`; its
-series carry no `node` label) and a `hostname` one, the pod name `trainer` in two
+"""Two per-pod panels, the framebuffer alarm and the node variable with a pod picked, against a small fleet whose
+truth is worked out by hand here (not by tests/support's truth function): an exporter upgraded a scrape ago
+(`Hostname`, then `hostname`; its series carry no `node` label) and a `hostname` one, the pod name `trainer` in two
 namespaces, a MIG GPU whose two instances two pods of two namespaces hold, and an idle GPU (no pod). Each query is the
 one the build renders, evaluated by promtool on the series Prometheus would store.
 
-By hand: team-a/trainer holds n-a's GPUs 0 and 1 (1,000 + 3,000 MiB used, 1,000 and 21,000 free; 200 + 250 W), team-b/trainer n-b's GPU 0
-(5,000 MiB of 5,100; 300 W), n-b's GPU 1 is idle (60 W, 500 MiB free, no pod), and n-c's GPU 0 (150 W) is split: instance 1 held by
-team-b/infer (2,000 of 10,000 MiB), instance 2 by team-a/infer (700 of 710 MiB)."""
+By hand: team-a/trainer holds n-a's GPUs 0 and 1 (1,000 + 3,000 MiB used, 1,000 and 21,000 free; 200 + 250 W),
+team-b/trainer n-b's GPU 0 (5,000 MiB of 5,100; 300 W), n-b's GPU 1 is idle (60 W, 500 MiB free, no pod), and n-c's
+GPU 0 (150 W) is split: instance 1 held by team-b/infer (2,000 of 10,000 MiB), instance 2 by team-a/infer (700 of
+710 MiB)."""
 
 from __future__ import annotations
 
@@ -64,18 +65,9 @@ def _series() -> list[dict]:
 
 
 def _evaluated(tmp_path, name: str, expr: str) -> dict[tuple[str, str], float]:
-    test = {"rule_files": [], "evaluation_interval": "30s", "tests": [{
-        "interval": "30s", "input_series": _series(),
-        "promql_expr_test": [{"expr": expr, "eval_time": "15m", "exp_samples": []}]}]}
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(test))
-    out = subprocess.run([binary("promtool"), "test", "rules", str(path)], capture_output=True, text=True)
-    report = (out.stdout + out.stderr).split("got:")[-1]
-    found = {}
-    for labels, value in _SAMPLE.findall(report):
-        pairs = dict(re.findall(r'(\w+)="([^"]*)"', labels))
-        found[(pairs.get("namespace", ""), pairs.get("pod", ""))] = float(value)
-    return found
+    """The query's value at 15 minutes by (namespace, pod)."""
+    return {(labels.get("namespace", ""), labels.get("pod", "")): value
+            for labels, value in _evaluated_labels(tmp_path, name, expr)}
 
 
 def _panel_expr(title: str) -> str:
@@ -98,9 +90,45 @@ def test_power_of_each_pods_gpus_counts_each_gpu_once_and_leaves_the_idle_one_ou
 def test_framebuffer_full_fires_for_the_pods_whose_gpu_or_instance_is_nearly_full(tmp_path):
     project = bundled_project()
     rules = prometheus_rules(project.alarms, project.catalog, project.settings)
-    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r.get("labels", {}).get("gpudash_rule") == "framebuffer-full"]
+    (rule,) = [r for group in rules["groups"] for r in group["rules"]
+               if r.get("labels", {}).get("gpudash_rule") == "framebuffer-full"]
     # under 1,024 MiB free (alarms.framebuffer_free_mib): team-a/trainer's GPU 0 (1,000 free), team-b/trainer's
     # (100), team-a/infer's instance (10; the GPU's other instance, 8,000 free, is team-b/infer's); not the idle GPU
     # with 500 free that no pod holds
     assert set(_evaluated(tmp_path, "fb_full", rule["expr"])) == {
         ("team-a", "trainer"), ("team-b", "trainer"), ("team-a", "infer")}
+
+
+def _node_variable(tmp_path, name: str, **picked: str) -> set[str]:
+    """The node variable's values with `picked` (namespace, pod) selected, the others at All, over 15 minutes."""
+    from generator.artifacts import grafana_dashboards
+
+    dashboard = next(d.model for d in grafana_dashboards(bundled_project()) if d.model["uid"].endswith("by-pod"))
+    (variable,) = [v for v in dashboard["templating"]["list"] if v["name"] == "node"]
+    query = variable["query"]["query"] if isinstance(variable["query"], dict) else variable["query"]
+    expr = interpolate(query.removeprefix("query_result(").removesuffix(")"),
+                       {"__rate_interval": "2m", **range_macros("15m"),
+                        **variables(picked, ("namespace", "pod", "node", "gpu", "cluster"))})
+    found = _evaluated_labels(tmp_path, name, expr)
+    return {labels["node"] for labels, _ in found}
+
+
+def _evaluated_labels(tmp_path, name: str, expr: str) -> list[tuple[dict[str, str], float]]:
+    """The query's series at 15 minutes, each its labels and value, as promtool evaluates it (read from its report of
+    the samples it got where none were expected)."""
+    test = {"rule_files": [], "evaluation_interval": "30s", "tests": [{
+        "interval": "30s", "input_series": _series(),
+        "promql_expr_test": [{"expr": expr, "eval_time": "15m", "exp_samples": []}]}]}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(test))
+    out = subprocess.run([binary("promtool"), "test", "rules", str(path)], capture_output=True, text=True)
+    report = (out.stdout + out.stderr).split("got:")[-1]
+    return [(dict(re.findall(r'(\w+)="([^"]*)"', labels)), float(value)) for labels, value in _SAMPLE.findall(report)]
+
+
+def test_the_node_variable_with_a_pod_picked_lists_the_nodes_it_holds_gpus_on(tmp_path):
+    assert _node_variable(tmp_path, "a", namespace="team-a", pod="trainer") == {"n-a"}
+    assert _node_variable(tmp_path, "b", namespace="team-b", pod="trainer") == {"n-b"}
+    assert _node_variable(tmp_path, "t", pod="trainer") == {"n-a", "n-b"}
+    assert _node_variable(tmp_path, "i", pod="infer") == {"n-c"}
+    assert _node_variable(tmp_path, "all") == {"n-a", "n-b", "n-c"}
