@@ -132,3 +132,17 @@ def test_the_node_variable_with_a_pod_picked_lists_the_nodes_it_holds_gpus_on(tm
     assert _node_variable(tmp_path, "t", pod="trainer") == {"n-a", "n-b"}
     assert _node_variable(tmp_path, "i", pod="infer") == {"n-c"}
     assert _node_variable(tmp_path, "all") == {"n-a", "n-b", "n-c"}
+
+
+def test_the_framebuffer_alarm_on_cloudwatch_reads_the_pods_the_rule_fires_for(tmp_path):
+    """Its CloudWatch form (the least free MiB of a pod's GPUs or instances, through the build's agent model) is under
+    1,024 for the three pods the rule fires for, and the idle GPU is no pod's."""
+    from tests.support.agent_points import alarm_values, alarms_through_agent
+
+    requests, points = alarms_through_agent(bundled_project(), STEP, STEPS * STEP, NODES)
+    request = requests["gpudash-gpu-cluster-framebuffer-full-warning"]
+    values = alarm_values(request, points, STEPS * STEP, 300)
+    assert {dict(key)["namespace"] + "/" + dict(key)["pod"]: value * request["Threshold"]
+            for key, value in values.items()} == {"team-a/trainer": 1000, "team-b/trainer": 100, "team-a/infer": 10,
+                                                   "team-b/infer": 8000}
+    assert request["ComparisonOperator"] == "LessThanThreshold" and request["Threshold"] == 1024
