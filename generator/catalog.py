@@ -197,7 +197,9 @@ class Metric:
 
     @property
     def exported_kind(self) -> str:
-        """The type the exporter serves the field as (`# TYPE`): the CSV's."""
+        """The type the exporter serves the field as (`# TYPE`) when it reads this CSV: the CSV's (gpudash does not
+        ship the bundled CSV to the exporter, whose image's default CSV types some of its fields otherwise:
+        image_served_kind)."""
         return self.csv_kind or self.kind
 
     @property
