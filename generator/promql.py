@@ -358,8 +358,7 @@ class _Device:
                 # no pod's share on a GPU whose latest scrape named no pod (idle_gpus), as the other per-pod panels
                 # read it: a pod that ended, or was recreated on another GPU of its node, read its last share of the
                 # GPU it left for the look-back (60 % for 70 beside its new GPU; 70 % on a GPU idle since)
-                idle = idle_gpus(metric, self.unscoped, labels, self.resolution, either=True)
-                left = off_idle(_unblanked(_either(tiers, each), gauge), labels, idle)
+                left = off_idle(_unblanked(_either(tiers, each), gauge), metric, self.unscoped, labels, self.resolution)
                 read = f"max by ({_listed((*each, *shown))}) {left}"
                 if self.anywhere is not None:
                     read = f"({read} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, labels)})"
@@ -578,8 +577,8 @@ class _Device:
             named = f"{named} and {on} {self._naming_targets(metric)}"
         else:
             named = f"{named} unless {on} {left_targets(metric, self.unscoped, self.labels, self.lookback)}"
-        idle = idle_gpus(metric, self.unscoped, self.labels, _scrape_of(self.lookback), not panel, either=True)
-        named = identified(off_idle(named, self.labels, idle), self.labels)
+        named = off_idle(named, metric, self.unscoped, self.labels, _scrape_of(self.lookback), not panel)
+        named = identified(named, self.labels)
         if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
             named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
         spellings = _listed(_copy_spelled(self.labels))
@@ -681,9 +680,12 @@ def uuid_keyed(expr: str, labels: Labels) -> str:
     return uuid_carried(expr, labels, UUID_KEY)
 
 
-def off_idle(series: str, labels: Labels, idle: str) -> str:
-    """`series` (pods named on GPUs: the per-pod panels' and rules') less those on a GPU `idle` (idle_gpus' `either`
-    form) finds idle, each keyed by the GPU's UUID under either label (uuid_keyed, held_labels')."""
+def off_idle(series: str, metric: str, branches: list[list[str]], labels: Labels, scrape: str,
+             rule: bool = False) -> str:
+    """`series` (pods named on GPUs: the per-pod panels' and rules') less those on a GPU idle_gpus finds idle (of
+    `metric` in `branches`, `scrape` and `rule` as it says), each side keyed by the GPU's UUID under either label
+    (uuid_keyed, held_labels' `either`: idle_gpus' `either` form, which no other reading takes)."""
+    idle = idle_gpus(metric, branches, labels, scrape, rule, either=True)
     return f"({uuid_keyed(series, labels)} unless on ({_listed(held_labels(labels, True))}) {idle})"
 
 
@@ -3709,8 +3711,6 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     rates = expression(replace(query, by=slot, aggregation="max"), labels, catalog, everywhere, rate_window=window,
                        resolution=resolution)
     on = _listed(label_name(k, labels) for k in slot)
-    # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
-    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels, resolution, either=True)
     # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     scoped = _raw(query.metric, anywhere, [pod_named(labels)], f"present_over_time({{}}[{window}])")
@@ -3718,7 +3718,8 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     moved = naming_targets(query.metric, everywhere.matchers(labels), labels, label_lookback(_seconds(resolution)),
                            resolution, left=True, counter=True)
     scoped = f"({scoped} unless on ({_listed((labels.cluster, labels.namespace, labels.pod, *COPY_LABELS))}) {moved})"
-    named = identified(off_idle(scoped, labels, idle), labels)
+    # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
+    named = identified(off_idle(scoped, query.metric, everywhere.matchers(labels), labels, resolution), labels)
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
     if node is not None:  # on a GPU the range places on the node picked (on_node)
