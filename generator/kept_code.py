@@ -2,7 +2,10 @@
 methods, regex_code's patterns, sdk_code's modules), read, bounded and written here alike.
 
 A file is read only when it was written by this very interpreter version (`sys.hexversion` and bytecode's magic
-number); one that cannot be read, or of another shape, is ignored (everything is compiled as before). It is written
+number) and its bytes are those written: it ends in the CRC-32 of the rest (`sealed`), for a byte changed inside an
+entry still reads as marshal's, and can load as code of another meaning (a byte flipped in each of the dataclass
+methods' entries made the command fail at every run, TypeError in __create_fn__: nothing wrote the file again). One
+that cannot be read, is not as written or of another shape is ignored (everything is compiled as before). It is written
 (whole, replacing the previous one) when the run compiled an entry it did not hold, as bytecode is: not where
 `sys.dont_write_bytecode` is set (PYTHONDONTWRITEBYTECODE) or the folder cannot be written.
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+import zlib
 
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
 _KEEP = 2000  # entries kept at most (gpudash has a few hundred texts); past it, only those this run used are written
@@ -80,7 +84,7 @@ def write(path: str, codes: dict, used: set, ages: dict) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(partial, "wb") as stream:
-            stream.write(marshal.dumps((_version(), kept, kept_ages)))
+            stream.write(sealed(marshal.dumps((_version(), kept, kept_ages))))
         os.replace(partial, path)  # whole or not at all, also beside another process writing it
     except Exception:  # noqa: BLE001 - a cache that cannot be written is compiled again next time, as bytecode
         try:
@@ -89,12 +93,27 @@ def write(path: str, codes: dict, used: set, ages: dict) -> None:
             pass
 
 
+_SEAL = 4  # bytes of the CRC-32 that ends a file
+
+
+def _seal(body) -> bytes:
+    return zlib.crc32(body).to_bytes(_SEAL, "little")
+
+
+def sealed(body: bytes) -> bytes:
+    """A file's bytes: `body` (marshal's) and the CRC-32 of it, which `read` checks."""
+    return body + _seal(body)
+
+
 def read(path: str) -> tuple[dict, dict]:
     """key -> its entry (code is kept marshalled, loaded only when used: a run uses a few); and key -> how many writes
     ago a run last used it."""
     try:
         with open(path, "rb") as stream:
-            version, codes, ages = marshal.loads(stream.read())  # marshal.load reads a file a few bytes at a time
+            data = stream.read()  # marshal.load reads a file a few bytes at a time
+        if data[-_SEAL:] != _seal(memoryview(data)[:-_SEAL]):
+            return {}, {}
+        version, codes, ages = marshal.loads(data)  # (it stops at the end of what it reads: the seal is left)
     except Exception:  # noqa: BLE001 - absent, unreadable, truncated, not marshal's, another shape: compiled as before
         return {}, {}
     if version != _version() or type(codes) is not dict or type(ages) is not dict:

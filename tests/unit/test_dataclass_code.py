@@ -89,8 +89,8 @@ def test_a_damaged_or_foreign_cache_is_compiled_again(tmp_path):
         "another interpreter version": marshal.dumps(((hexversion - 1, magic), texts, ages)),
         "another bytecode": marshal.dumps(((hexversion, magic[::-1] + b"x"), texts, ages)),
         "truncated": cache.read_bytes()[:100],
-        "entries that are not code": marshal.dumps(((hexversion, magic), {text: marshal.dumps(1) for text in texts},
-                                                    ages)),
+        "entries that are not code": kept_code.sealed(marshal.dumps(((hexversion, magic), {
+            text: marshal.dumps(1) for text in texts}, ages))),
         "not marshal's": b"\x00garbage",
         "of an earlier shape (no ages)": marshal.dumps(((hexversion, magic), texts)),
     }
@@ -100,6 +100,22 @@ def test_a_damaged_or_foreign_cache_is_compiled_again(tmp_path):
         assert result["compiled"] == first["compiled"], why
         assert result["repr"] == "Point(x=1, y=2, tags=(), note='')", why
 
+
+def test_a_cache_whose_bytes_changed_inside_its_entries_is_compiled_again(tmp_path):
+    """A byte changed inside an entry's code (the disk, a copy cut and mended) leaves a file marshal reads, and code
+    that may load with another meaning: with the middle byte of each entry flipped, the class's methods refused their
+    arguments (TypeError) at every run. The file's seal tells such a file from the one written."""
+    cache = tmp_path / "codes.marshal"
+    first = _run(tmp_path, cache)
+    data = bytearray(cache.read_bytes())
+    for code in marshal.loads(bytes(data))[1].values():
+        at = bytes(data).find(code)
+        data[at + len(code) // 2] ^= 0xFF
+    cache.write_bytes(bytes(data))
+    for _ in range(2):
+        result = _run(tmp_path, cache)
+        assert result["repr"] == "Point(x=1, y=2, tags=(), note='')" and result["frozen"] is True
+    assert result["compiled"] == 0 and first["compiled"] > 0  # the second run reads what the first wrote again
 
 def test_only_gpudash_modules_are_cached_and_nothing_is_written_without_bytecode(tmp_path):
     cache = tmp_path / "codes.marshal"
@@ -131,8 +147,8 @@ def test_past_its_bound_the_cache_keeps_the_texts_the_run_used(tmp_path):
     (version, texts, ages) = marshal.loads(cache.read_bytes())
     stale = {f"def __create_fn__():\n def f{n}(): pass\n return f{n}": marshal.dumps(compile("pass", "<string>", "exec"))
              for n in range(50)}
-    cache.write_bytes(marshal.dumps((version, {**stale, **{t: c for t, c in list(texts.items())[1:]}},
-                                     {**dict.fromkeys(stale, 0), **ages})))
+    held = {**stale, **{t: c for t, c in list(texts.items())[1:]}}
+    cache.write_bytes(kept_code.sealed(marshal.dumps((version, held, {**dict.fromkeys(stale, 0), **ages}))))
     # one text missing: the run compiles it, and writes the file back; with _KEEP below what it holds, only what it used
     result = _run(tmp_path, cache, env={"GPUDASH_TEST_DATACLASS_KEEP": "10"})
     assert result["compiled"] == 1

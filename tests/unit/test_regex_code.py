@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator import regex_code
+from generator import kept_code, regex_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,7 +77,8 @@ def test_a_damaged_cache_or_one_of_another_interpreter_is_compiled_as_before(tmp
     _run(tmp_path, cache)
     version, codes, ages = marshal.loads(cache.read_bytes())
     damaged = {key: (entry[0], [255] * len(entry[1]), *entry[2:]) for key, entry in codes.items()}
-    for text in (marshal.dumps((version, damaged, ages)), marshal.dumps(((0, b""), codes, ages)), b"not marshal"):
+    for text in (kept_code.sealed(marshal.dumps((version, damaged, ages))),
+                 kept_code.sealed(marshal.dumps(((0, b""), codes, ages))), b"not marshal"):
         cache.write_bytes(text)
         run = _run(tmp_path, cache)
         assert run["found"] == expected and run["compiled"] > 0

@@ -71,8 +71,9 @@ def test_a_changed_source_a_damaged_entry_or_file_is_compiled_again(tmp_path):
     assert "grafana_foundation_sdk.models.dashboard" in codes
     other_source = {name: ((size, digest[::-1]), code) for name, ((size, digest), code) in codes.items()}
     damaged = {name: (key, code[:len(code) // 2]) for name, (key, code) in codes.items()}
-    for text in (marshal.dumps((version, other_source, ages)), marshal.dumps((version, damaged, ages)),
-                 marshal.dumps(((0, b""), codes, ages)), b"not marshal"):
+    for text in (kept_code.sealed(marshal.dumps((version, other_source, ages))),
+                 kept_code.sealed(marshal.dumps((version, damaged, ages))),
+                 kept_code.sealed(marshal.dumps(((0, b""), codes, ages))), b"not marshal"):
         cache.write_bytes(text)
         run = _run(tmp_path, cache)
         assert run["json"] == expected and run["compiled"] > 0
