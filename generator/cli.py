@@ -512,6 +512,11 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
         raise click.BadParameter(f"0 GPUs for {pods:,} GPU pods: a GPU pod holds a GPU or a share of one; give --gpus "
                                  "at least 1 (pods beyond the GPUs share them), or leave it out for one per pod",
                                  param_hint="'--gpus'")
+    if nodes == 0 and gpu_count:
+        raise click.BadParameter(f"0 GPU nodes for {gpu_count:,} GPUs"
+                                 f"{' (one per pod without --gpus)' if gpus is None else ''}: every GPU is on a node; "
+                                 "give --nodes at least 1, or leave it out to count one node per GPU (an upper bound)",
+                                 param_hint="'--nodes'")
     if nodes is not None and nodes > gpu_count:
         raise click.BadParameter(f"{nodes:,} GPU nodes for {gpu_count:,} GPUs"
                                  f"{' (one per pod without --gpus)' if gpus is None else ''}: a GPU node has at "

@@ -474,6 +474,15 @@ def test_more_gpu_nodes_than_gpus_is_a_usage_error(cli, args):
     assert code == 0
 
 
+@pytest.mark.parametrize("args", [("--pods", "4", "--nodes", "0"), ("--pods", "0", "--gpus", "8", "--nodes", "0")])
+def test_no_gpu_node_for_gpus_is_a_usage_error(cli, args):
+    code, stdout, stderr = cli("cost", *args)
+    assert code == 2 and stdout == "" and "every GPU is on a node" in stderr and "--nodes" in stderr, stderr
+    assert "Traceback" not in stderr
+    code, _, _ = cli("cost", "--pods", "0", "--gpus", "0", "--nodes", "0")  # a fleet scaled to zero
+    assert code == 0
+
+
 def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
     """exporter.more_daemonsets: kube-state-metrics' three series, the desired count per kube-state-metrics pod and a
     data-missing alarm (seven metrics) per exporter DaemonSet of each cluster, the agent alarm (a Metrics Insights alarm)
