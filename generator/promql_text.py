@@ -73,10 +73,14 @@ def double_quoted(raw: str) -> str:
 
 
 # a space PromQL's lexer needs no more than a parenthesis, bracket or comma beside it: after `(`, `[` or `,`; before
-# `(`, `)`, `]` or `,`; after `)` or `]` before a word or `@` (`) or`, `] @ end()`). Kept: beside braces (`${x} or`
-# would join a variable's value to the word), and before an arithmetic or comparison operator (`) * 30000`, as written)
-# The space first: the engine then looks for spaces alone (4x faster than trying each lookbehind at every character)
-_SPARE_SPACE = re.compile(r" (?:(?<=[(\[,] )|(?=[()\],])|(?<=[)\]] )(?=[\w@]))")
+# `(`, `)`, `]` or `,`; after `)` or `]` before a word or `@` (`) or`, `] @ end()`); nor one beside an arithmetic or
+# comparison operator (`x * 0.5`, `x >= -30`, `or -1`: a number's exponent takes its sign from the `e` alone, `1e7+0.5`
+# is 1e7 plus 0.5; no operator character stands in a word, a duration or a Grafana variable's name outside strings),
+# nor one after `@` (`@ end()`). Kept: after `offset` (`offset -30s`), beside braces before or after a word (`${x} or`
+# would join a variable's value to the word). The space first: the engine then looks for spaces alone (4x faster than
+# trying each lookbehind at every character)
+_SPARE_SPACE = re.compile(r" (?:(?<=[(\[,@] )|(?<!offset )(?=[()\],*/%^+\-<>=!])|(?<=[)\]] )(?=[\w@])"
+                          r"|(?<=[*/%^+\-<>=!] ))")
 
 
 def single_quoted(literal: str) -> str:
@@ -107,11 +111,12 @@ def packed(text: str, free_text: tuple[str, ...] = ()) -> str:
     ConfigMap into its last-applied annotation (262,144 bytes at most): every string literal single-quoted
     (single_quoted: the same value to Prometheus; a double quote is two bytes in the dashboard's JSON and four in the
     annotation, a single quote one in both), and outside strings no space beside a parenthesis, bracket or comma where
-    the lexer needs none (_SPARE_SPACE: `sum by(a)(x)or(y)`, the same expression to Prometheus). A string holding a
-    Grafana variable too, but one of the variables `free_text` (whose values may hold a quote) keeps its double
-    quotes: Grafana escapes a picked value for a double-quoted string, and a picked `'` (written as it is or as
-    `\\\\'`) or, with its prometheusSpecialCharsInLabelValues toggle, `"` (as `\\\\\\"`) ends or breaks a
-    single-quoted one (tests/integration/test_single_quoted_dashboards.py). Comments are left as they are."""
+    the lexer needs none, nor beside an operator (_SPARE_SPACE: `sum by(a)(x)or(y)`, `x*0.5>=-30`, the same expression
+    to Prometheus). A string holding a Grafana variable too, but one of the variables `free_text` (whose values may
+    hold a quote) keeps its double quotes: Grafana escapes a picked value for a double-quoted string, and a picked `'`
+    (written as it is or as `\\\\'`) or, with its prometheusSpecialCharsInLabelValues toggle, `"` (as `\\\\\\"`)
+    ends or breaks a single-quoted one (tests/integration/test_single_quoted_dashboards.py). Comments are left as they
+    are."""
     pieces = _LITERAL_OR_COMMENT.split(text)  # outside, a literal or comment, outside, ...
     # each distinct piece worked out once: a panel's query repeats its pieces (a selector's matchers and variables, the
     # copies' joins) many times, 3,286 outside pieces and 3,274 literals of 350 and 20 distinct in a per-pod panel's

@@ -379,7 +379,7 @@ class ScrapeRewriteMissed(AssertionError):
 # each duration a query writes: a range or subquery's (`[30s]`, `[29999ms:30s]`, `[$__rate_interval:30s]`), an offset
 # (`offset -29998ms`), promql.range_increase's whole steps (`/ 30000) * 30000`)
 _SPELLED = re.compile(r"\[(?P<range>[^\[\]:]*)(?::(?P<step>[^\[\]]*))?\]|offset (?P<offset>-?\w+)"
-                      r"|/ (?P<per>\d+)\)? \* (?P=per)\b")
+                      r"|/ ?(?P<per>\d+)\)? ?\* ?(?P=per)\b")
 
 
 def _scrape_rewrites(made_for: int, seconds: float) -> dict[str, tuple[str, str]]:
@@ -423,6 +423,8 @@ def _scrape_rewrites(made_for: int, seconds: float) -> dict[str, tuple[str, str]
             "half": f"[{text(ms(step) // 2)}]", "half step": f":{text(ms(step) // 2)}]", "look-back and half": reach,
             # promql.range_increase: the last whole step
             "whole steps": f"/ {ms(step)}) * {ms(step)}", "whole steps, bare": f"/ {ms(step)} * {ms(step)}",
+            # the same in a panel's query, packed (promql_text.packed: no space beside an operator)
+            "whole steps, packed": f"/{ms(step)})*{ms(step)}", "whole steps, bare, packed": f"/{ms(step)}*{ms(step)}",
         }
         return named
 
@@ -464,7 +466,7 @@ def _rewriting(made_for: int, seconds: float) -> tuple[dict[str, tuple[str, str]
             if (role, value) not in new:
                 old.setdefault(role, []).append(re.escape(value))
     shapes = {"range": r"\[(?:{})(?=[:\]])", "step": r":(?:{})\]", "offset": r"offset (?:{})(?!\w)",
-              "per": r"/ (?:{0})\)? \* (?:{0})\b"}
+              "per": r"/ ?(?:{0})\)? ?\* ?(?:{0})\b"}
     return rewrites, one_pass, re.compile("|".join(shapes[role].format("|".join(values))
                                                    for role, values in old.items()))
 

@@ -200,8 +200,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window, less one whose
     # newest sample (by any copy of it: no scrape target's labels) names no pod (for a GPU without a UUID, none naming
     # one within an interval), with a pod or namespace picked (promql.idle_gpus: the picked pods' naming samples ordered against every sample
-    # without a pod, each selector gated by gpudash_picked so that at All it meets no series)
-    gated = 'gpudash_picked!~"$namespace$pod"'
+    # without a pod, each selector gated by gpudash_w so that at All it meets no series)
+    gated = 'gpudash_w!~"$namespace$pod"'
     # (the picked pods' by any pod label: the pod variable lists no exporter pod; without one, an exporter pod's too)
     picked_named, picked_unnamed = pod_named(project.settings.labels, False), pod_unnamed(project.settings.labels)
     assert packed('and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
@@ -255,8 +255,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # series are there now: promql.idle_gpus reads no value of them)
     read = re.sub(rf"timestamp\(DCGM_\w+{SELECTOR}\)|unless DCGM_\w+{SELECTOR}"
                   rf"|DCGM_\w+{SELECTOR} unless on ?\([^)]*\) ?DCGM_\w+{SELECTOR}(?!\[)", "", util)
-    floors = re.findall(rf"DCGM_\w+{SELECTOR}(?!\[)( < 1e14| >= 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?",
-                        read)
+    floors = re.findall(rf"DCGM_\w+{SELECTOR}(?!\[)( ?< ?1e14| ?>= ?1e14| and present_over_time\(|, ?1e14\)"
+                        rf"| ?/ ?100000\)\)\[)?", read)  # packed: no space beside an operator
     assert floors and all(floors), util
 
     def device(at: int) -> str:  # the expression a group_left joins, its parentheses balanced
@@ -268,7 +268,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
         raise AssertionError(util)
     # (the device's reading joined under the node's spellings; promql._superseded's `group_left ()` compares times)
     joined = [device(m.end()) for m in re.finditer(r"group_left ?\([^)]+\) ?", util)]  # (packed: no spaces)
-    assert joined and all(d.endswith(" < 1e14)") and re.search(r"topk by\b", d) for d in joined), util
+    assert joined and all(re.search(r" ?< ?1e14\)$", d) and re.search(r"topk by\b", d) for d in joined), util
     ranged = re.findall(rf"DCGM_\w+{SELECTOR}\[", util)
     # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node; 30s and 60s: the last scrape
     # interval and the two before, promql.idle_gpus)
@@ -276,7 +276,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     assert ranged and len(ranged) == len(re.findall(rf"present_over_time\(DCGM_\w+{SELECTOR}\[{windows}\]",
                                                     util)) + len(
         re.findall(rf"last_over_time\(DCGM_\w+{SELECTOR}\[(?:120s|30s|15s)\]\)", util)) + len(
-        re.findall(rf"min_over_time\(DCGM_\w+{SELECTOR}\[120s\]\) < 1e14", util))  # a reading within the lookback
+        re.findall(rf"min_over_time\(DCGM_\w+{SELECTOR}\[120s\]\) ?< ?1e14", util))  # a reading within the lookback
     # (15s: half the scrape interval, the ranges promql.sample_time reads a series' latest sample time over)
 
 
