@@ -1055,14 +1055,22 @@ def _present(every: str, seconds: int, kept: str = "") -> str:
     scrape interval (`seconds`), 0.25 where it has one within the look-back (label_lookback) alone. Its highest per
     name is what a quarter for a copy within the look-back and another for one within the interval add up to (a
     sample within the interval is one within the look-back): one series a copy, not two. `kept`: a filter of the
-    copies (`and ...`). A fresh copy weighs its sample's age in seconds over 1e7 less (an hour's interval 3.6e-4, below
-    the name order's least step, 2^-10), so of names alike at one node and index (named_gpus' slot) the GPU of the
-    copy scraped last wins, the same exporter's at every index: two exporters of a rollout numbering a node's GPUs A and
-    B apart (0 and 1, then 1 and 0), both scraped, met alike at each index and A was kept at both ('Total power draw'
-    610 W for 800 to 820). Targets scraped at one millisecond still tie. A copy marked stale (its target gone, its
-    scrape failed) has no sample the instant reads and weighs its look-back's quarter."""
-    present = (f"(timestamp({every}) - time() >= -{seconds}) / 1e7 + 0.5 or present_over_time({every}"
-               f"[{label_lookback(seconds)}]) * 0.25")
+    copies (`and ...`). Each weighs a little less by its sample's age, so that of names alike at one node and index
+    (gpus_named's slot) the GPU seen there last wins, under the name order's least step (2^-10) all together:
+    * a fresh copy by its sample's age in seconds over 1e7 (an interval's 3e-6 at 30 s): two exporters of a rollout
+      numbering a node's GPUs A and B apart (0 and 1, then 1 and 0), both scraped, met alike at each index and A was
+      kept at both ('Total power draw' 610 W for 800 to 820); the copy scraped last wins, the same exporter's at every
+      index.
+    * a copy within the look-back alone (its exporter missing scrapes, its target gone, its GPU moved away), by its
+      latest sample's time to half an interval (stepped_time's steps, present_over_time's as a counter's: staleness
+      markers are no samples) over 1e7: a GPU moved from n1 to n2 kept n1 among its names while its last sample there was within the look-back, and the
+      GPU that took n1's index, its exporter then missing two scrapes, ranked alike there: the moved GPU could win
+      n1 though named by n2, and the other was left out ('GPUs reporting' 1 for 2, 'Total power draw' 300 W for 800;
+      tests/integration/test_gpu_moved_slot_gap.py). The latest sample there now wins: the GPU that took the index.
+    Targets scraped at one millisecond still tie."""
+    half, lookback = half_interval(seconds), label_lookback(seconds)
+    present = (f"(timestamp({every}) - time() >= -{seconds}) / 1e7 + 0.5 or (max_over_time(timestamp("
+               f"present_over_time({every}[{half}]))[{lookback}:{half}]) - time()) / 1e7 + 0.25")
     present = f"({present}){kept}" if kept else present
     return f'label_replace({present}, "{FRESH_LABEL}", "1", "", "")'
 

@@ -598,16 +598,43 @@ def recorded_live(prometheus: Prometheus, group: dict, start: int, end: int) -> 
     prometheus.session = None
     prometheus.flags = (*prometheus.flags, "--web.enable-remote-write-receiver")
     prometheus.start()
+    _remote_written(prometheus, recordings)
+
+
+STALE = "stale"  # a value in _remote_written: a staleness marker (a series gone from its scrape, a failed scrape)
+_STALE_NAN = struct.pack("<Q", 0x7FF0000000000002)  # Prometheus' StaleNaN, as its scrape loop writes it
+
+
+def _remote_written(prometheus: Prometheus, recordings: dict[tuple, list[tuple[float, str]]]) -> None:
+    """`recordings` ({labels (name and value pairs): [(second, value or STALE)]}, each series' samples in order)
+    written to `prometheus` through its remote-write receiver."""
     import requests
 
+    def value_of(value: str) -> bytes:
+        return _STALE_NAN if value == STALE else struct.pack("<d", float(value))
+
     body = b"".join(_field(1, b"".join([*(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in labels),
-                                         *(_field(2, b"\x09" + struct.pack("<d", float(value)) + b"\x10"
-                                                  + _varint(round(at * 1000))) for at, value in samples)]))
+                                         *(_field(2, b"\x09" + value_of(value) + b"\x10" + _varint(round(at * 1000)))
+                                           for at, value in samples)]))
                     for labels, samples in recordings.items())
     answer = requests.post(f"{prometheus.url}/api/v1/write", data=_snappy(body), timeout=QUERY_TIMEOUT_S, headers={
         "Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
         "X-Prometheus-Remote-Write-Version": "0.1.0"})
     assert answer.status_code == 204, (answer.status_code, answer.text)
+
+
+def written_fixture(name: str, series: Callable[[int], dict[tuple, list[tuple[float, str]]]], span: int, step: int):
+    """A module fixture (assign it to a module-level name): a real Prometheus whose head holds `series(start)`
+    (_remote_written: staleness markers too, which a backfill cannot write), samples from `start` (on the `step` grid)
+    over `span` seconds, ending ten minutes ago; its value (prometheus, start)."""
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory) -> Iterator[tuple[Prometheus, int]]:
+        start = (int(time.time()) - span - 600) // step * step
+        with Prometheus(tmp_path_factory.mktemp(name), {"global": {"scrape_interval": "1m"}, "scrape_configs": []},
+                        ("--web.enable-remote-write-receiver",)) as prometheus:
+            _remote_written(prometheus, series(start))
+            yield prometheus, start
+    return fixture
 
 
 def _varint(n: int) -> bytes:
