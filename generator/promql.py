@@ -1024,7 +1024,7 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     # end, which Prometheus evaluates once a query, not at each step; the presence named at each step
     only = f" and on ({_listed(_gpu_copy_keys(labels))}) ({kept})" if kept else ""
     ranked = _name_order(coalesced_gpu("(" + " or ".join(terms) + ")" + only, labels), labels.node)
-    present = coalesced_gpu(_present(every, seconds, only), labels)
+    present = coalesced_gpu(_present(every, seconds, labels.cluster, only), labels)
     ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({ranked} or {present})"
     return f"sum by ({gpu_name}) ({ranks}) > 0.5"
 
@@ -1050,26 +1050,35 @@ def _range_weight(place_rank: int, labels: Labels, listing: bool = False) -> flo
     return kind if listing else kind + (len(sources) - 1 - place) * PLACE_STEP
 
 
-def _present(every: str, seconds: int, kept: str = "") -> str:
+def _present(every: str, seconds: int, cluster: str, kept: str = "") -> str:
     """Each copy of `every` (a selector) at each step, marked FRESH_LABEL: 0.5 where it has a sample within the last
     scrape interval (`seconds`), 0.25 where it has one within the look-back (label_lookback) alone. Its highest per
     name is what a quarter for a copy within the look-back and another for one within the interval add up to (a
     sample within the interval is one within the look-back): one series a copy, not two. `kept`: a filter of the
     copies (`and ...`). Each weighs a little less by its sample's age, so that of names alike at one node and index
     (gpus_named's slot) the GPU seen there last wins, under the name order's least step (2^-10) all together:
-    * a fresh copy by its sample's age in seconds over 1e7 (an interval's 3e-6 at 30 s): two exporters of a rollout
-      numbering a node's GPUs A and B apart (0 and 1, then 1 and 0), both scraped, met alike at each index and A was
-      kept at both ('Total power draw' 610 W for 800 to 820); the copy scraped last wins, the same exporter's at every
-      index.
+    * a fresh copy, first by the samples its target's (`cluster`, instance, job) longest-lived copy has within the
+      look-back over 1e5 (1 to 5: the target that began last wins), then by its sample's age in seconds over 1e7
+      (an interval's 3e-6 at 30 s): two exporters of a rollout numbering a node's GPUs A and B apart (0 and 1, then 1
+      and 0), both scraped, keep the new exporter's GPU at each index through the overlap, each GPU once. Alike at
+      each index, A was kept at both ('Total power draw' 610 W for 800 to 820); with the copy scraped last winning
+      (e42c90c9), each index's line flipped GPU as the two exporters' scrapes came in turn, at queries of another
+      phase than Grafana's aligned steps ('n1 GPU 0' 510, 300, 510 W at 15, 33 and 45 s); with the copy that began
+      last (131f5454), a pod starting on A in the overlap began a copy of A under the old exporter too, and A won both
+      indexes (610 W for 820): a pod starting begins a copy, not a target. Targets that began within an interval of
+      each other, or an overlap longer than the look-back (the count is capped by it), fall to the copy scraped last.
     * a copy within the look-back alone (its exporter missing scrapes, its target gone, its GPU moved away), by its
       latest sample's time to half an interval (stepped_time's steps, present_over_time's as a counter's: staleness
-      markers are no samples) over 1e7: a GPU moved from n1 to n2 kept n1 among its names while its last sample there was within the look-back, and the
-      GPU that took n1's index, its exporter then missing two scrapes, ranked alike there: the moved GPU could win
-      n1 though named by n2, and the other was left out ('GPUs reporting' 1 for 2, 'Total power draw' 300 W for 800;
-      tests/integration/test_gpu_moved_slot_gap.py). The latest sample there now wins: the GPU that took the index.
+      markers are no samples) over 1e7: a GPU moved from n1 to n2 kept n1 among its names while its last sample
+      there was within the look-back, and the GPU that took n1's index, its exporter then missing two scrapes, ranked
+      alike there: the moved GPU could win n1 though named by n2, and the other was left out ('GPUs reporting' 1 for
+      2, 'Total power draw' 300 W for 800; tests/integration/test_gpu_moved_slot_gap.py). The latest sample there
+      now wins: the GPU that took the index.
     Targets scraped at one millisecond still tie."""
     half, lookback = half_interval(seconds), label_lookback(seconds)
-    present = (f"(timestamp({every}) - time() >= -{seconds}) / 1e7 + 0.5 or (max_over_time(timestamp("
+    target = _listed((cluster, *COPY_LABELS))
+    present = (f"(timestamp({every}) - time() >= -{seconds}) / 1e7 + 0.5 - on ({target}) group_left () max by "
+               f"({target}) (count_over_time({every}[{lookback}])) / 1e5 or (max_over_time(timestamp("
                f"present_over_time({every}[{half}]))[{lookback}:{half}]) - time()) / 1e7 + 0.25")
     present = f"({present}){kept}" if kept else present
     return f'label_replace({present}, "{FRESH_LABEL}", "1", "", "")'
@@ -3761,11 +3770,12 @@ def label_lookback(scrape_seconds: int) -> str:
 
 
 def generated_windows(scrape_seconds: int) -> frozenset[str]:
-    """The fixed windows gpudash gives `present_over_time` and `last_over_time` in panels at the scrape interval
-    `scrape_seconds`: each follows the scrape interval (the reason lint GF007 names a fixed window), or is the reach a
-    counter's reading looks back for the reading before it. A step's own sample (taken_within: the interval less a
-    millisecond, the interval, a millisecond at its start; fresh_copies and chosen_copy: the interval in ms), the
-    per-pod panels' look-back (label_lookback), a counter's held reading (held_for) and the reading before a gap
+    """The fixed windows gpudash gives `present_over_time`, `last_over_time` and `count_over_time` in panels at the
+    scrape interval `scrape_seconds`: each follows the scrape interval (the reason lint GF007 names a fixed window), or
+    is the reach a counter's reading looks back for the reading before it. A step's own sample (taken_within: the
+    interval less a millisecond, the interval, a millisecond at its start; fresh_copies and chosen_copy: the interval
+    in ms), the per-pod panels' look-back (label_lookback; _present: a target's copies' samples within it), a
+    counter's held reading (held_for) and the reading before a gap
     (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN), a series' latest sample's time (sample_time: half the interval), a GPU's
     unnamed series within two intervals (idle_gpus)."""
     ms = scrape_seconds * 1000

@@ -202,8 +202,8 @@ def _range_function(stack: list) -> str | None:
     import promql_parser
 
     ranged = _ranged(stack)
-    if ranged is not None and stack[ranged].func.name == "present_over_time":
-        return "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
+    if ranged is not None and stack[ranged].func.name in ("present_over_time", "count_over_time"):
+        return "compare"  # promql.taken_within, _present: whether (how often) a sample was taken, not a chart of x
     if ranged is not None:
         function = stack[ranged].func.name
         if function in ("max_over_time", "min_over_time") and ranged >= 1 and _guard(stack[ranged - 1], flag=True):
@@ -564,10 +564,12 @@ def _reading(expr: str) -> tuple[tuple[Selector, ...] | str, AnswerLabels | None
 
 def range_windows(expr: str, scrape_seconds: int | None = None) -> list[str]:
     """The text inside every [...] range of an (unsubstituted) expression (not inside strings), but the ranges gpudash
-    itself writes at the scrape interval `scrape_seconds` (promql.generated_windows): `present_over_time(x[...])` and
-    `last_over_time(x[...])` over one of those windows (promql.taken_within: whether a sample was taken within a step
-    of the scrape interval; promql.label_lookback: whether a scrape within the per-pod panels' look-back named a pod;
-    promql._Device._read: a copy's latest reading within it; a counter's held reading and the reading before a gap),
+    itself writes at the scrape interval `scrape_seconds` (promql.generated_windows): `present_over_time(x[...])`,
+    `last_over_time(x[...])` and `count_over_time(x[...])` over one of those windows (promql.taken_within: whether a
+    sample was taken within a step of the scrape interval; promql.label_lookback: whether a scrape within the per-pod
+    panels' look-back named a pod; promql._present: how many samples its target's longest-lived copy has within it;
+    promql._Device._read: a
+    copy's latest reading within it; a counter's held reading and the reading before a gap),
     and `min_over_time(x[look-back]) < <a blank floor>` (promql.counted: a count's GPU with a reading, a sample under
     DCGM's blank floor, within the per-pod panels' look-back; `>=`: a MIG instance reading only the blank within it,
     _Merge.one_copy's late blank check). Any other window, comparison or function (a user's
@@ -586,7 +588,7 @@ def _range_windows(expr: str, scrape_seconds: int | None) -> tuple[str, ...]:
     kept = generated_windows(scrape_seconds) if scrape_seconds else frozenset()
     lookback = label_lookback(scrape_seconds) if scrape_seconds else None
     text = re.sub(r"#[^\n]*", "", STRING_LITERAL.sub('""', expr))  # no string's nor comment's brackets
-    found = re.findall(r"((?:present|last)_over_time\([^()\[\]]*)?(min_over_time\([^()\[\]]*)?\[([^\]]+)\]"
+    found = re.findall(r"((?:present|last|count)_over_time\([^()\[\]]*)?(min_over_time\([^()\[\]]*)?\[([^\]]+)\]"
                        r"(\)\s*(?:<|>=)\s*[0-9.eE+]+)?", text)
     return tuple(window for within, least, window, compared in found
                  if not (within and window in kept)

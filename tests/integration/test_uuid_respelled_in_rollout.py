@@ -354,7 +354,7 @@ RENAMED_WITHOUT_UUID = pytest.mark.xfail(strict=True, reason=(
     "another pod address, no UUID): telling them one GPU takes pairing a GPU whose copies stopped, named like an "
     "exporter's pod, with one whose copies began within the look-back at its index, anywhere in the cluster (its node "
     "is unknown), two more readings of each field's copies a naming (some 330 bytes each: ~18 KB for the 27 fields the "
-    "bundled all-metrics dashboard names, which has ~3.2 KB of room as its cut counts it), and it would take a GPU "
+    "bundled all-metrics dashboard names, which has ~2.1 KB of room as its cut counts it), and it would take a GPU "
     "whose exporter missed one scrape as another node's new GPU at that index came up for that GPU."))
 
 
@@ -444,25 +444,19 @@ def test_two_gpus_numbered_apart_by_overlapping_exporters_each_count_once(reinde
     """Each GPU once, at either exporter's reading, while both are scraped: 800 to 820 W in all. A GPU is keyed by its
     UUID and index, so each is two GPUs for the overlap, and the choice of one name per node and index met A and B at
     each index alike (both fresh, one node name) and kept A at both: 'Total power draw' 610 W (A at 300 and 310), B
-    left out. The copy scraped last wins each index now, the same exporter's at both."""
+    left out. The new exporter's copy wins each index now (its target the younger), the same exporter's at both."""
     prometheus, start = reindexed_overlap
     shown = {at: _shown(prometheus, start, "Total power draw", at) for at in (ROLLOUT + 15, ROLLOUT + 45)}
     assert all(len(each) == 1 and 800 <= each[0] <= 820 for each in shown.values()), shown
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Of two exporters of a rollout numbering a node's GPUs apart, the one whose copy was scraped last wins each index "
-    "(promql._present: a fresh copy weighs its sample's age), so an index's line reads the old exporter's GPU or the "
-    "new one's as their scrapes come in turn: 'n1 GPU 0' 510 W (B, the new exporter's) at 15 s after the rollout, "
-    "300 W (A, the old one's) at 33 s, 510 W at 45 s (totals right, 800 and 820 W). Grafana's steps are multiples of "
-    "the scrape interval, aligned, so one range query reads the same exporter at every step of the overlap; queries "
-    "at other phases (an instant query, a finer step) flip. Weighing first the copy that began last (its samples in "
-    "the look-back) holds the line, but a pod starting on A in the overlap begins a copy of A under the old exporter "
-    "too, and A was kept at both indexes (610 W for 820); weighing the target's longest-lived copy instead holds both "
-    "and costs ~2.7 KB of the all-metrics dashboard, which then is cut into two parts."))
 def test_two_gpus_numbered_apart_keep_one_gpu_a_line_through_the_overlap(reindexed_overlap):
     """From the new exporter's first scrape (7 s after the old one's, in each interval) each index's line reads the GPU
-    the new exporter numbers so, at every step of the overlap."""
+    the new exporter numbers so, at every step of the overlap. With the copy scraped last winning each index, the line
+    read the old exporter's GPU or the new one's as their scrapes came in turn: 'n1 GPU 0' 510 W (B) at 15 s, 300 W
+    (A) at 33 s, 510 W at 45 s (Grafana's aligned steps read one exporter throughout; an instant query or a finer step
+    at another phase flipped). A fresh copy weighs first its target's longest-lived copy's samples within the look-back
+    (promql._present): the new exporter's target, younger, wins every index."""
     prometheus, start = reindexed_overlap
     times = (ROLLOUT + 10, ROLLOUT + 15, ROLLOUT + 33, ROLLOUT + 45, ROLLOUT + 63)
     shown = {at - ROLLOUT: panel_at(prometheus, bundled_project(), bundled_panels()["Power draw"], start + at, SPAN)
