@@ -81,13 +81,13 @@ def _metrics() -> set[str]:
 
 messy = backfilled_fixture(
     "brief-messy", lambda start: messy_history.openmetrics(messy_history.history(1, MESSY_SCRAPES, _metrics(), start)),
-    MESSY_SCRAPES * messy_history.SCRAPE, messy_history.SCRAPE)
+    MESSY_SCRAPES * messy_history.SCRAPE, messy_history.SCRAPE, remember=True)
 rollout = backfilled_fixture("brief-rollout", combined.story(True), combined.SCRAPES * combined.SCRAPE,
-                             combined.SCRAPE)
+                             combined.SCRAPE, remember=True)
 honoring = backfilled_fixture("brief-exporter-pod", lambda start: exporter_pod.openmetrics(start, True, True),
-                              exporter_pod.SCRAPES * exporter_pod.SCRAPE, exporter_pod.SCRAPE)
+                              exporter_pod.SCRAPES * exporter_pod.SCRAPE, exporter_pod.SCRAPE, remember=True)
 shared = backfilled_fixture("brief-shared", lambda start: messy_history.openmetrics(_history(SHARED, start)),
-                            SHARED[0][1], 30)
+                            SHARED[0][1], 30, remember=True)
 FLEETS = {"messy": (MESSY_SCRAPES, messy_history.SCRAPE), "rollout": (combined.SCRAPES, combined.SCRAPE),
           "exporter-pod": (exporter_pod.SCRAPES, exporter_pod.SCRAPE), "shared": (60, 30)}
 

@@ -665,12 +665,16 @@ def _escaped(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def backfilled_fixture(name: str, openmetrics: Callable[[int], str], span: int, step: int):
+def backfilled_fixture(name: str, openmetrics: Callable[[int], str], span: int, step: int, remember: bool = False):
     """A module fixture (assign it to a module-level name): a real Prometheus backfilled with `openmetrics(start)`
-    (`backfilled`), started once for the module in a folder named after `name`; its value (prometheus, start)."""
+    (`backfilled`), started once for the module in a folder named after `name`; its value (prometheus, start).
+    `remember`: it remembers its answers (Prometheus.remember_answers), for a module whose tests ask the same query at
+    the same instants more than once (a query no picked variable changes, asked at each pick)."""
     @pytest.fixture(scope="module")
     def fixture(tmp_path_factory) -> Iterator[tuple[Prometheus, int]]:
         with backfilled(tmp_path_factory.mktemp(name), openmetrics, span, step) as started:
+            if remember:
+                started[0].remember_answers()
             yield started
     return fixture
 
