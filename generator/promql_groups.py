@@ -22,6 +22,7 @@ from .promql_text import STRING_LITERAL
 _ONE_A_GROUP = ("max", "min", "sum", "avg")  # of one sample, that sample
 _OF_ITS_OWN = ("max", "min")  # the highest of the groups' highest is the highest (the lowest alike)
 _GROUPING = re.compile(r"(max|min|sum|avg|count|group|topk) by \(([^()]*)\) \(")
+_DEPTH_MARKS = re.compile(f"[()]|{STRING_LITERAL.pattern}")  # a parenthesis, or a string literal whole
 
 
 def aggregated(how: str, by: str, value: str) -> str:
@@ -51,15 +52,22 @@ def _outermost(value: str) -> tuple[str, frozenset[str], str] | None:
 
 
 def _closing(text: str, start: int) -> int | None:
-    """The place of the parenthesis closing the one at `start`, string literals passed over whole."""
-    depth, at = 0, start
-    while at < len(text):
-        literal = STRING_LITERAL.match(text, at) if text[at] in "'\"`" else None
-        if literal is not None:
-            at = literal.end()
-            continue
-        depth += {"(": 1, ")": -1}.get(text[at], 0)
-        if depth == 0:
-            return at
-        at += 1
+    """The place of the parenthesis closing the one at `start`, string literals passed over whole. Read as the
+    characters one at a time would be: the string literals from `start` passed over; the first other character, not a
+    parenthesis, closes nothing (its own place); from a parenthesis on, only parentheses and string literals change
+    anything (_DEPTH_MARKS: a quote opening no literal is a character as any)."""
+    at = start
+    while at < len(text) and (literal := STRING_LITERAL.match(text, at)) is not None:
+        at = literal.end()
+    if at >= len(text):
+        return None
+    if text[at] not in "()":
+        return at
+    depth = 0
+    for mark in _DEPTH_MARKS.finditer(text, at):
+        sign = mark[0]
+        if sign == "(" or sign == ")":
+            depth += 1 if sign == "(" else -1
+            if depth == 0:
+                return mark.start()
     return None
