@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import functools
 import json
 
 import pytest
 
-from generator.artifacts import build, grafana_dashboards
+from generator.artifacts import grafana_dashboards
 from generator.project import load_project
-from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.markers import GRAFANA_OWNER_TAG
 from generator.ownership import (CLUSTERS_CUT, grafana_claim, grafana_message, grafana_recorded_claims,
@@ -21,22 +17,10 @@ from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
 from tests.support.grafana_push import (DASHBOARDS_DIR, TEAM_DASHBOARD, built_uids, dashboard_contents,  # noqa: F401
                                         grafana, push_json, run)
+from tests.support.built import default_desired
 from tests.support.grafana_server import ADMIN, BASIC_ADMIN, VIEWER, Fault, GrafanaTestServer
 
 UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
-
-
-@functools.cache
-def _default_build():
-    return desired_from(build(load_project()))
-
-
-def _default_desired():
-    """What publishing the bundled project writes (desired_from(build(load_project()))), built once in the test
-    process: a build of the same project gives the same every time. Each test gets its own copy of the dashboards'
-    models and the folder, so nothing one test does to them reaches another."""
-    built = _default_build()
-    return dataclasses.replace(built, grafana=copy.deepcopy(built.grafana), folder=dict(built.folder))
 
 
 def test_first_push_creates_folder_and_dashboards_and_the_second_writes_nothing(grafana, run):
@@ -197,7 +181,7 @@ def test_prune_deletes_only_with_the_flag_and_a_prune_of_most_dashboards_needs_a
 
 def test_a_prune_of_every_owned_dashboard_or_from_an_empty_build_is_refused(grafana, run):
     push_json(run)
-    desired = _default_desired()
+    desired = default_desired()
     client = GrafanaClient(grafana.url, token=ADMIN)
     changes = grafana_sync.plan(client, {}, desired.folder, uid_prefix="gpudash")
     with pytest.raises(PruneRefused, match="the build holds no grafana objects"):
@@ -320,7 +304,7 @@ def test_a_partial_failure_reports_what_was_published_and_a_rerun_converges(graf
 
 def _published(grafana):
     """The default dashboards pushed once, as a first publish leaves them: (client, what was pushed)."""
-    desired = _default_desired()
+    desired = default_desired()
     client = GrafanaClient(grafana.url, token=ADMIN)
     first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
     grafana_sync.push(client, first, desired.grafana, desired.folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
@@ -654,7 +638,7 @@ def test_progress_on_a_terminal_moves_with_every_read(grafana):
         def isatty(self):
             return True
 
-    desired = _default_desired()
+    desired = default_desired()
     screen = Terminal()
     grafana_sync.plan(GrafanaClient(grafana.url, token=ADMIN), desired.grafana, desired.folder, uid_prefix="gpudash",
                       progress=Progress(screen))
@@ -739,7 +723,7 @@ def test_two_projects_with_one_uid_prefix_never_take_each_others_dashboards(graf
 def test_the_tag_search_is_read_page_by_page(grafana, run):
     """Grafana answers a search one page at a time: every page is read, even pages shorter than asked for."""
     push_json(run)
-    desired = _default_desired()
+    desired = default_desired()
     for n in range(7):
         model = {"uid": f"gpudash-old-{n}", "title": f"old {n}", "tags": [GRAFANA_OWNER_TAG]}
         grafana._store(model["uid"], model, "gpudash", grafana_message(model, "", "gpudash"), "gpudash-sa")

@@ -7,6 +7,8 @@ makes apart from the Grafana dashboards: these are not rendered (about 40 % of a
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import tempfile
 from pathlib import Path
@@ -14,6 +16,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from generator.artifacts import build
+from generator.desired import Desired, desired_from
 from generator.output import encode
 from generator.project import load_project
 
@@ -25,3 +28,18 @@ def files(settings: str) -> Mapping[str, bytes]:
     with tempfile.TemporaryDirectory(prefix="gpudash-built-") as folder:
         (Path(folder) / "gpudash.yaml").write_text(settings)
         return MappingProxyType(encode(build(load_project(Path(folder) / "gpudash.yaml"), grafana=False)))
+
+
+@functools.cache
+def _default_desired() -> Desired:
+    return desired_from(build(load_project()))
+
+
+def default_desired() -> Desired:
+    """What publishing the bundled project writes (desired_from(build(load_project()))), built once in the test process:
+    a build of the same project gives the same every time. Each call gets its own copy of every mapping and list of it
+    (the dashboards' models, the CloudWatch bodies and alarms), so nothing one test does to them reaches another."""
+    kept = _default_desired()
+    return dataclasses.replace(kept, grafana=copy.deepcopy(kept.grafana), folder=dict(kept.folder),
+                               cloudwatch_dashboards=copy.deepcopy(kept.cloudwatch_dashboards),
+                               dashboard_regions=dict(kept.dashboard_regions), alarms=copy.deepcopy(kept.alarms))

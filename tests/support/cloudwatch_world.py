@@ -359,12 +359,11 @@ def snapshot(client):
 
 
 def default_desired():
-    from generator.artifacts import build
-    from generator.project import load_project
-    from generator.desired import desired_from
+    """What publishing the default settings writes: tests/support/built.default_desired (built once, copied for each
+    call)."""
+    from tests.support.built import default_desired as built_default_desired
 
-    project = load_project(None)
-    return desired_from(build(project))
+    return built_default_desired()
 
 
 def no_aws_credentials(monkeypatch, tmp_path):
