@@ -560,6 +560,9 @@ def _kind_events(project: Project, fleet: Fleet, what: Published,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
            Events("kube-state-metrics' scrape's flag of no GPU data", ksm, 1, 0, False)]
           if what.no_data else []),
+        # each node's GPUs unread below its highest index (the GPU stopped reporting rule's alarm): an event per node
+        # and scrape
+        *([Events("a node's GPUs unread (per node)", nodes, 1, 1, False)] if what.unread else []),
     ]
     return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
 
@@ -723,7 +726,11 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                 if per_cluster else "")
              + (f" + {per_daemonset} x {daemonsets:,} exporter DaemonSets (data-missing alarms; each cluster's, "
                 f"exporter.more_daemonsets)" if per_daemonset else "")
-             + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"
+             + (" + each GPU node's " + " and ".join(
+                    said for said, published_by in (
+                        ("flag of its exporter scrapes without GPU data", lambda p: p.no_data),
+                        ("GPUs unread below its highest index (the GPU stopped reporting alarm)", lambda p: p.unread))
+                    if any(published_by(published) for published, *_ in alike)) + nodes
                 if per_node else "")
              + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if kind.mig and mig_only else
                 f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "

@@ -106,6 +106,22 @@ NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
                  "datapoints (a GPU gone reads as a node removed), and metric math combines no two GROUP BY arrays "
                  "(a node's data cannot vouch for each of its GPUs)")
+# Where the agent makes each node's GPUs unread at each scrape (agent.pipeline: otel, render/agent_otel.unread_gpus),
+# the rule's CloudWatch alarm judges each node on them (render/alarms.unread_plan); elsewhere lint AL027 says why not.
+NOT_ON_PIPELINE = ("agent.pipeline: classic has no processor to count a node's GPUs at each scrape, which the OTel "
+                   "pipeline's CloudWatch alarm judges (GPUs unread below the node's highest index)")
+NOT_ON_ADDON = ("the Container Insights add-on publishes no GPU index per node to count from; its data-missing rule's "
+                "per-GPU alarm counts each node's GPUs against the kubelet's count instead")
+
+# The metric the OTel pipeline's agent makes of each scrape of a node's exporter (render/agent_otel.unread_gpus): its
+# highest GPU index read plus one, less the GPUs read (each GPU once, by index, with a reading of the presence field or
+# its MIG stand-in that is not DCGM's blank): 0 where every index up to the highest read, k where k GPUs below it read
+# nothing. NVML indexes a node's GPUs 0 to n - 1 in bus order and keeps them until the next boot, so a GPU that stopped
+# reporting below the highest index leaves a hole its node's other GPUs read around; a node removed, an exporter
+# restarted or failing a scrape publishes nothing (no point: not a hole), a pod leaving its GPU or a GPU idle changes
+# nothing (the GPU keeps reporting). The highest-indexed GPU lost leaves no hole (the node reads as one of a GPU fewer),
+# nor does a GPU left out by a reboot (the GPUs after it indexed one lower).
+UNREAD = "gpudash_gpus_unread"
 
 
 def _names(items) -> str:
@@ -288,8 +304,52 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     return judged
 
 
+def read_fields(catalog, settings: Settings) -> tuple[str, ...]:
+    """The fields a GPU reads by in UNREAD: the presence field the bundled rule reads (the first of PRESENCE the counters
+    CSV collects) and, where a GPU may be split into MIG instances and MIG does not report it, the field they report
+    (Catalog.mig_presence), as the rule reads them (render/alarms._stopped_fields)."""
+    from .catalog import PRESENCE
+
+    metric = next((name for name in PRESENCE if name in catalog), PRESENCE[0])
+    beside = None if settings.no_mig else catalog.mig_presence(metric)
+    return (metric, *((beside,) if beside else ()))
+
+
+def judged_on_cloudwatch(alarm, catalog, settings: Settings) -> bool:
+    """The rule has a CloudWatch alarm: each node's GPUs unread below its highest index, which the OTel pipeline's agent
+    counts at each scrape (UNREAD) from the fields the rule reads (read_fields). The JSON path has no processor, the
+    Container Insights add-on no GPU index."""
+    from .container_insights import enabled
+
+    return settings.agent.pipeline == "otel" and not enabled(settings) and \
+        alarm.condition.query.metric == read_fields(catalog, settings)[0]
+
+
+def unread_description(settings: Settings, period: int, periods: int) -> tuple[tuple[str, str], ...]:
+    """What the rule's CloudWatch alarm sees, and what it cannot (data_missing.About: each sentence, its short form)."""
+    minutes = period * periods // 60
+    return ((f"A GPU node that, at every scrape of its exporter in each of the last {periods} {period // 60}-minute "
+             f"periods, read fewer GPUs than its highest GPU index read plus one is a contributor in ALARM: a GPU "
+             f"below the node's highest index read nothing for {minutes} minutes (DCGM lost it) while the node's other "
+             f"GPUs read, as the Prometheus rule judges it.", ""),
+            ("It names the node, not the GPU. A node's highest-indexed GPU lost leaves no hole (the node reads as one "
+             "of a GPU fewer), nor does a GPU a reboot left out (the GPUs after it are indexed anew): those the "
+             "Prometheus rule alone alerts on.",
+             "It names the node; a node's highest-indexed GPU lost, or left out by a reboot, is not seen."),
+            ("A node removed, an exporter restarted or failing scrapes and a pod leaving its GPU are not "
+             "(notBreaching: no scrape is no hole); a node removed while in ALARM clears once its last datapoints "
+             "leave the evaluation range.",
+             "A node removed, an exporter restarted and a pod leaving its GPU are not."))
+
+
 def no_cloudwatch(project) -> list[tuple[str, str]]:
-    """(where, message) of each rule judged by its Prometheus rule alone (lint AL027)."""
+    """(where, message) of each rule judged by its Prometheus rule alone (lint AL027): on the JSON path and the
+    Container Insights add-on (judged_on_cloudwatch)."""
+    from .container_insights import enabled
+
+    settings = project.settings
+    why = NOT_ON_ADDON if enabled(settings) else NOT_ON_PIPELINE if settings.agent.pipeline != "otel" else \
+        f"the OTel pipeline counts a node's GPUs by {read_fields(project.catalog, settings)[0]} alone"
     return [(alarm.defined_at, f"alarm {alarm.id!r} has no CloudWatch alarm, only its Prometheus rule: "
-                               f"{NO_CLOUDWATCH}")
-            for alarm in project.alarms if alarm.stopped]
+                               f"{NO_CLOUDWATCH}; {why}")
+            for alarm in project.alarms if alarm.stopped and not judged_on_cloudwatch(alarm, project.catalog, settings)]

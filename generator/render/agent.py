@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .. import container_insights, data_missing
+from .. import container_insights, data_missing, stopped_gpus
 from ..catalog import Catalog
 from ..cloudwatch_query import NODE_MEAN, NODE_MEAN_KEY, NODE_MEAN_KINDS, dimension_sets, explored_sets
 from ..markers import CLUSTER_DIMENSION, KUBERNETES_MANAGED_BY
@@ -94,6 +94,9 @@ class Published:
     no_data: bool  # each exporter target's scrapes as a flag of no GPU data, with data_missing.SAMPLES_SET (one metric
     # per GPU node, published at every scrape)
     ksm_set: tuple[str, ...] = data_missing.CLUSTER_SET  # per cluster, or per DaemonSet (data_missing.ksm_set)
+    # each node's GPUs unread below its highest index at each scrape (stopped_gpus.UNREAD: the GPU stopped reporting
+    # rule's alarm), with data_missing.SAMPLES_SET (one metric per GPU node, published at every scrape)
+    unread: bool = False
     # {field: the kinds of a node's (its total, its count of GPUs read) published in the NODE_MEAN set}: those the
     # widgets read (render/cloudwatch.node_mean_kinds); a field the set publishes that is missing here, every kind
     node_kinds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -111,6 +114,8 @@ class Published:
             result.setdefault((*self.ksm_set, data_missing.KSM_TARGET), []).append(data_missing.DESIRED)
         if self.no_data:
             result.setdefault(data_missing.SAMPLES_SET, []).append(data_missing.SAMPLES)
+        if self.unread:
+            result.setdefault(data_missing.SAMPLES_SET, []).append(stopped_gpus.UNREAD)
         return result
 
 
@@ -129,7 +134,8 @@ def published(catalog: Catalog, settings: Settings, queried: DimensionSets,
         fields=published_sets(catalog, settings, queried),
         ksm=reads_ksm(settings, queried),
         no_data=data_missing.SAMPLES_SET in queried.get(data_missing.SAMPLES, set()),
-        ksm_set=data_missing.ksm_set(settings), node_kinds=dict(node_kinds or {}))
+        ksm_set=data_missing.ksm_set(settings), node_kinds=dict(node_kinds or {}),
+        unread=data_missing.SAMPLES_SET in queried.get(stopped_gpus.UNREAD, set()))
 
 
 # The one declaration of an agent whose cluster's widgets and alarms read nothing: it selects no metric (no metric is
@@ -161,6 +167,10 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets,
         declarations.append(data_missing.agent_declaration(settings))  # and the agent's reads of each target
     if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
         declarations.append(data_missing.no_data_declaration(settings))
+    if what.unread:  # the GPU stopped reporting rule's alarm: each node's GPUs unread below its highest index
+        declarations.append({"source_labels": ["job"], "label_matcher": job,
+                             "dimensions": [list(data_missing.SAMPLES_SET)],
+                             "metric_selectors": metric_selectors([stopped_gpus.UNREAD])})
     if not declarations:
         # (awsemf without any declaration publishes every metric it gets, each point's labels its dimensions: a custom
         # metric of every series, new ones at each pod and exporter rollout; one that selects no metric name

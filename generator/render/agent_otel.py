@@ -80,6 +80,7 @@ from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
 from ..settings import Cluster, Settings
+from ..stopped_gpus import read_fields
 
 OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/cwagentconfig/gpudash-otel.yaml
 SUFFIX = "gpudash"
@@ -164,6 +165,62 @@ _SAMPLES_POINT = f'metric.name == "{SAMPLES_NAME}"'
 NO_DATA_FLAG = [f"set(value_double, -1.0) where {_SAMPLES_POINT} and value_double == 0.0",
                 f"set(value_double, 0.0) where {_SAMPLES_POINT} and value_double > 0.0",
                 f"set(value_double, 1.0) where {_SAMPLES_POINT} and value_double == -1.0"]
+
+
+# A node's GPUs unread below its highest index at each scrape (stopped_gpus.UNREAD, the GPU stopped reporting rule's
+# CloudWatch alarm): each GPU's reading of the presence fields once (metricstransform/gpudash, after the blank filter:
+# DCGM's blank is no reading), as its index plus one and as -1 (UNREAD_TRANSFORM: OTTL's Double of the `gpu` label),
+# then per node the largest of the first added to the second's sum (UNREAD_MERGE).
+UNREAD_TRANSFORM = f"transform/{SUFFIX}-gpus"
+UNREAD_MERGE = f"metricstransform/{SUFFIX}-gpus"
+_UNREAD_INDEX, _UNREAD_COUNT = "gpudash.gpus.index", "gpudash.gpus.count"  # (taken back into UNREAD per node)
+
+
+def unread_published(declarations: list[dict[str, Any]]) -> bool:
+    """A declaration publishes the node's GPUs unread (stopped_gpus.UNREAD)."""
+    from ..stopped_gpus import UNREAD
+
+    return any(selects(selector, UNREAD) for d in declarations for selector in d["metric_name_selectors"])
+
+
+def unread_copies(fields: Iterable[str]) -> list[dict[str, Any]]:
+    """metricstransform/gpudash's first transforms (after the blank filter) where the node's GPUs unread are published:
+    each GPU's reading of `fields` (the presence field and its MIG stand-in: stopped_gpus.read_fields) once per scrape,
+    its copies (MIG instances, pods sharing it) merged by `max` over the cluster, node and index, twice (_UNREAD_INDEX,
+    _UNREAD_COUNT)."""
+    gpu = [CLUSTER_DIMENSION, NODE_DIMENSION, GPU_DIMENSION]
+    each = [{"include": f"^{re.escape(name)}$", "match_type": "regexp", "action": "insert",
+             "new_name": f"{_UNREAD_INDEX}.{index}",
+             "operations": [{"action": "aggregate_labels", "label_set": gpu, "aggregation_type": "max"}]}
+            for index, name in enumerate(fields)]
+    return [*each,
+            {"include": f"^{re.escape(_UNREAD_INDEX)}\\.\\d+$", "match_type": "regexp", "action": "combine",
+             "new_name": _UNREAD_INDEX, "aggregation_type": "max"},
+            {"include": f"^{re.escape(_UNREAD_INDEX)}$", "match_type": "regexp", "action": "insert",
+             "new_name": _UNREAD_COUNT}]
+
+
+def unread_values() -> dict[str, Any]:
+    """UNREAD_TRANSFORM: each GPU's point of _UNREAD_COUNT -1, of _UNREAD_INDEX its index plus one (OTTL's Double of the
+    `gpu` label, an integer NVML writes; a point without one keeps its reading)."""
+    return {"error_mode": "ignore", "metric_statements": [{"context": "datapoint", "statements": [
+        f'set(value_double, -1.0) where metric.name == "{_UNREAD_COUNT}"',
+        f'set(value_double, Double(attributes["{GPU_DIMENSION}"]) + 1.0) where metric.name == "{_UNREAD_INDEX}"']}]}
+
+
+def unread_merge() -> dict[str, Any]:
+    """UNREAD_MERGE: per node (cluster and node) the highest index plus one and minus the GPUs read, added into
+    stopped_gpus.UNREAD."""
+    from ..stopped_gpus import UNREAD
+
+    node = [CLUSTER_DIMENSION, NODE_DIMENSION]
+    return {"transforms": [
+        {"include": f"^{re.escape(_UNREAD_INDEX)}$", "match_type": "regexp", "action": "update",
+         "operations": [{"action": "aggregate_labels", "label_set": node, "aggregation_type": "max"}]},
+        {"include": f"^{re.escape(_UNREAD_COUNT)}$", "match_type": "regexp", "action": "update",
+         "operations": [{"action": "aggregate_labels", "label_set": node, "aggregation_type": "sum"}]},
+        {"include": f"^{re.escape(_UNREAD_INDEX)}$|^{re.escape(_UNREAD_COUNT)}$", "match_type": "regexp",
+         "action": "combine", "new_name": UNREAD, "aggregation_type": "sum"}]}
 
 
 def selects(selector: str, name: str) -> bool:
@@ -1324,7 +1381,9 @@ def processors(catalog: Catalog, settings: Settings, declarations: list[dict[str
     node_merged = node_merged_totals(catalog, declarations, copied)
     merge["transforms"][-1:-1] = node_merged
     # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
-    merge["transforms"] = [*counts, *once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
+    unread = unread_published(declarations)
+    merge["transforms"] = [*(unread_copies(read_fields(catalog, settings)) if unread else []), *counts,
+                           *once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
                            *merge["transforms"]]
     made = _total_fields(catalog, declarations)
     merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in made),
@@ -1335,6 +1394,9 @@ def processors(catalog: Catalog, settings: Settings, declarations: list[dict[str
     merge["transforms"] += [level_renamed()] if levels else []
     if merge["transforms"]:
         result[MERGE] = escaped(merge)
+    if unread:  # each node's GPUs unread below its highest index (stopped_gpus.UNREAD)
+        result[UNREAD_TRANSFORM] = unread_values()
+        result[UNREAD_MERGE] = escaped(unread_merge())
     if samples_published(declarations):
         result[TRANSFORM] = no_data_flag()
     result[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}

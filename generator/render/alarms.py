@@ -332,6 +332,30 @@ def second_plan(alarm: Alarm, settings: Settings) -> Plan:
                 series=group)
 
 
+def unread_plan() -> Plan:
+    """The GPU stopped reporting rule's alarm (stopped_gpus.UNREAD), a GROUP BY alarm per node: the fewest GPUs unread
+    below the node's highest index at one of its scrapes in each period, the most first (a node with a hole at every
+    scrape of the window ranks before one that had it once)."""
+    group = (data_missing.NODE_LABEL,)
+    return Plan(metric=stopped_gpus.UNREAD, function="MIN", dims=data_missing.SAMPLES_SET, group=group, series=group)
+
+
+def _unread_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: Cluster) -> dict[str, Any]:
+    """The GPU stopped reporting rule's CloudWatch alarm in `cluster`: each node a contributor in ALARM where every
+    scrape of each of the rule's periods read a GPU below its highest index unread (at least 1 at its least), no data
+    not breaching (a node removed, an exporter away: no hole)."""
+    about = stopped_gpus.unread_description(settings, alarm.period_seconds, alarm.evaluation_periods)
+    label = f"{alarm.title} (GPUs unread per node)"
+    request = _common(alarm, settings, _name(settings.alarms.name_prefix, cluster.name, alarm.id, alarm.severity),
+                      _about(alarm, about, label))
+    request.update({"ComparisonOperator": COMPARISON_OPERATORS[">="], "Threshold": 1.0,
+                    "EvaluationPeriods": alarm.evaluation_periods, "DatapointsToAlarm": alarm.evaluation_periods,
+                    "TreatMissingData": "notBreaching",
+                    "Metrics": [{"Id": "q1", "Expression": plan_.expression(settings, cluster, "DESC"),
+                                 "Period": alarm.period_seconds, "ReturnData": True, "Label": label}]})
+    return request
+
+
 COMPARED = {**LEVEL_WORDS, "<": "below", "<=": "at or below"}  # a threshold's comparison in words
 # (aggregation, comparison) over a group's whole GPUs alone that can only miss what the group's every GPU would fire
 # for, never fire where they do not: a count or a sum (of readings of 0 or more) of part of the GPUs is at most the
@@ -783,7 +807,8 @@ class Form:
     # "static": one classic alarm per alarms.static_pods entry; "pod": one Metrics Insights alarm per entry, each GPU
     # the pod holds a contributor (judges_pod_gpus), and "pod-mig" its second per entry, on the MIG instances the pod
     # holds (mig_plan); "math": the data-missing metric-math alarm;
-    # "second": the data-missing rule's GROUP BY alarm per node or GPU (second_plan)
+    # "second": the data-missing rule's GROUP BY alarm per node or GPU (second_plan); "unread": the GPU stopped
+    # reporting rule's GROUP BY alarm per node (unread_plan)
     plan: Plan
     stand_in: str = ""  # "mig": the field that stands in on MIG instances
 
@@ -816,7 +841,9 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     alarms priced (cost) agree. `per_pod`: alarms.per_pod to assume (default: the settings'). Empty when the
     rule is left out with a note (no expected signal, a field the add-on does not publish); Unsupported when
     CloudWatch cannot evaluate it (generate refuses it)."""
-    if alarm.absent and not data_missing.expected(settings) or alarm.stopped:  # stopped: lint AL027
+    if alarm.stopped:  # each node's GPUs unread below its highest index, where the agent counts them (else AL027)
+        return (Form("unread", unread_plan()),) if stopped_gpus.judged_on_cloudwatch(alarm, catalog, settings) else ()
+    if alarm.absent and not data_missing.expected(settings):
         return ()
     try:
         plan_ = alarm_plan(alarm, catalog, settings)
@@ -1519,6 +1546,8 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
                          f"(PutMetricAlarm refuses more)", where=alarm.defined_at,
                          hint=f"keep period_seconds x evaluation_periods within {limit:,} s")
     requests = []
+    if forms[0].kind == "unread":  # the GPU stopped reporting rule: each node's GPUs unread, per cluster
+        return each([lambda c: _unread_request(alarm, settings, forms[0].plan, c)])
     if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
         # DCGM source), and a GROUP BY alarm per GPU
         by_index: dict[int, Maker] = {}  # one maker for a cluster's first DaemonSet, one for its second...

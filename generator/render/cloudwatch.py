@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Iterable
 
-from .. import data_missing
+from .. import data_missing, stopped_gpus
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
@@ -104,6 +104,7 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     periods = False  # a widget reads PERIOD() of the cluster's metric of period_field
     per_cluster: set[str] = set()  # fields a fleet mean reads per cluster past 500 GPUs (readings_past_500)
     expected_signal = False  # a data-missing alarm of the cluster reads kube-state-metrics' counts
+    shipped_only: set[str] = set()  # fields the agent scrapes for a count of its own, published in no set for it
     for dashboard in dashboards:
         for panel in dashboard.panels():  # the panels cloudwatch_panels keeps: those with a plan
             try:
@@ -125,11 +126,17 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
             except Unsupported:
                 continue  # generate refuses such an alarm with its file and line
             plans += [form.plan for form in forms if not (settings_here.no_mig and mig_only_set(form.plan.dims))]
+            # the GPU stopped reporting rule's alarm reads each node's GPUs unread, which the agent counts from the
+            # presence fields: shipped (scraped), published with no set of their own for it
+            shipped_only.update(field for form in forms if form.kind == "unread"
+                                for field in stopped_gpus.read_fields(catalog, held))
             # the data-missing metric-math alarm reads the expected signal: kube-state-metrics' counts
             expected_signal = expected_signal or any(form.kind == "math" for form in forms)
     result = {}
     for item in plans:
         result.setdefault(item.metric, set()).add(item.dims)
+    for name in sorted(shipped_only):
+        result.setdefault(name, set())
     if expected_signal:
         for name in data_missing.KSM_METRICS:
             result.setdefault(name, set()).add(data_missing.ksm_set(settings))

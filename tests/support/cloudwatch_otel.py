@@ -836,6 +836,18 @@ def _processor_kinds(config: dict) -> list[tuple[str, list]]:
 _UNKNOWN = object()  # what no statement wrote yet (None: they write nothing)
 _SET = re.compile(r"^set\(value_double,\s*(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)(?P<less>\s*-\s*value_double)?\)"
                   r"\s+where\s+(?P<where>.+)$")
+# set(value_double, Double(attributes["<label>"]) + <number>): OTTL's Double converter of the point's label (a string
+# read by Go's strconv.ParseFloat; a label the point lacks, or one that is no number, is nil: the math expression
+# fails, and with error_mode ignore the statement is skipped, the point keeping its value), plus a number
+_SET_LABEL = re.compile(r'^set\(value_double,\s*Double\(attributes\["(?P<label>[^"\\]+)"\]\)'
+                        r'(?:\s*\+\s*(?P<plus>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?))?\)\s+where\s+(?P<where>.+)$')
+
+
+def _go_float(text: str) -> float | None:
+    """Go's strconv.ParseFloat(text, 64) for the decimal numbers a label holds (None where it fails)."""
+    if not re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", text):
+        return None
+    return float(text)
 
 
 def _statements(config: dict):
@@ -849,11 +861,26 @@ def _statements(config: dict):
     if group["context"] == "metric":
         return _sums_to_gauges(group)
     assert group["context"] == "datapoint", group
-    parsed = []
+    parsed, by_label = [], []
     for text in group["statements"]:
         match = _SET.match(text.strip())
-        assert match, f"OTTL statement the model does not read: {text!r}"
+        if match is None:
+            labelled = _SET_LABEL.match(text.strip())
+            assert labelled, f"OTTL statement the model does not read: {text!r}"
+            assert config.get("error_mode") == "ignore", "a statement that fails stops the pipeline without it"
+            by_label.append((labelled["label"], float(labelled["plus"] or 0), _Condition(labelled["where"])))
+            continue
+        assert not by_label, "the model runs the statements setting a label's number after the others"
         parsed.append((float(match["value"]), bool(match["less"]), _Condition(match["where"])))
+
+    def labelled(name: str, labels: dict, value: float) -> float:
+        """The value after the statements that read a label (run after the others, in their order)."""
+        for label, plus, condition in by_label:
+            if condition(name, value):
+                number = _go_float(labels.get(label, ""))
+                if number is not None:
+                    value = number + plus
+        return value
 
     def statements(name: str, value: float) -> float | None:
         """The value the statements set (None: they set none), run in their order: a function of the metric's name
@@ -880,6 +907,8 @@ def _statements(config: dict):
                         written = known[key] = statements(name, value)
                     if written is not None:
                         value = written
+                    if by_label:
+                        value = labelled(name, labels, value)
                 points.append((labels, value))
             result.append(_Metric(name, metric.kind, points, metric.ordered))
         return result

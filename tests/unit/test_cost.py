@@ -57,8 +57,8 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     from generator.output import encode
 
     per_pod_rules = sum(1 for a in project.alarms if a.per_pod)
-    # a rule CloudWatch cannot judge (a GPU that stopped reporting: lint AL027) makes no alarm
-    cluster_rules = len(project.alarms) - per_pod_rules - sum(1 for a in project.alarms if a.stopped)
+    # the GPU stopped reporting rule makes its alarm per node on the OTel pipeline (on classic none: lint AL027)
+    cluster_rules = len(project.alarms) - per_pod_rules
     result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
     made = json.loads(encode(build(project, grafana=False))["cloudwatch/alarms.json"])["alarms"]
     mig = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-mig-warning"))
@@ -105,28 +105,31 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # temperature-high alarm's flags past its level per GPU, and each GPU's utilization once (the fleet's mean
     # utilization reads every GPU once, a MIG GPU by its stand-in)
     # and per GPU node (counted per GPU) its total and count of GPUs read of the fleet's mean temperature and
-    # utilization, and its total alone of power (the one kind "Total power draw" reads)
+    # utilization, and its total alone of power (the one kind "Total power draw" reads), and its GPUs unread below its
+    # highest index (the GPU stopped reporting rule's alarm)
     assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 10 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100 \
-        + 5 * 100
+        + 5 * 100 + 1 * 100
     # agent.pipeline: classic lists those three device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
     # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n  metric_selection: all\n")),
                                fleet))["custom metrics"]
-    # (no flags, no utilization once, no node's totals and counts)
-    assert classic["quantity"] == everything["quantity"] + 3 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100 - 5 * 100
+    # (no flags, no utilization once, no node's totals and counts, no node's GPUs unread: lint AL027)
+    assert classic["quantity"] == everything["quantity"] + 3 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100 - 5 * 100 \
+        - 1 * 100
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published (a GPU's temperature flags and
     # utilization once are)
     idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 10 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 10 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100 + 1 * 100
     assert "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
     # the default publishes only what is queried: 14 per GPU (framebuffer per GPU instance among them) and 12 per
-    # pod (the five totals among them), and as above the cluster's ten, the scrapes' flags and the idle alarms' own
+    # pod (the five totals among them), and as above the cluster's ten, the scrapes' flags, the idle alarms' own and the
+    # nodes' GPUs unread
     default = _lines(estimates(project, fleet))["custom metrics"]
     assert default == used
-    assert default["quantity"] == 14 * 100 + 12 * 80 + 10 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
+    assert default["quantity"] == 14 * 100 + 12 * 80 + 10 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100 + 1 * 100
 
 
 def test_tiers_lower_the_price_of_a_large_fleet(everything):
@@ -139,11 +142,11 @@ def test_tiers_lower_the_price_of_a_large_fleet(everything):
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
     # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU, the temperature flags per GPU, each GPU's
     # utilization once
-    # (and each node's total and count of GPUs read, counted per GPU)
+    # (and each node's total and count of GPUs read, and its GPUs unread, counted per GPU)
     assert large["quantity"] == 250_000 + 1 * 5_000 + 10 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 \
-        + 5 * 5_000
+        + 5 * 5_000 + 1 * 5_000
     # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 99,024
-    assert large["monthly"] == pytest.approx(27_000 + 75_100 * 0.05 - 10 * 0.30)
+    assert large["monthly"] == pytest.approx(27_000 + 80_100 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -151,15 +154,15 @@ def test_tiers_count_each_regions_metrics_apart(project_dir):
     """The custom metrics' tiers are each Region's: the bill prices a Region's metrics by its own tiers ("$0.30 per
     metric-month for the first 10,000 metrics - Asia Pacific (Tokyo)", a line per Region, the usage type
     Region-prefixed; the price file's unit: "tiers over the account's metrics in the Region"); the free tier's 10 once,
-    for the account. Two clusters in two Regions at 5,000 pods: each Region's 85,010 start at $0.30, where pooled
-    they would fill the first tier once ($18,999.00, what one Region's two clusters cost)."""
+    for the account. Two clusters in two Regions at 5,000 pods: each Region's 87,510 start at $0.30, where pooled
+    they would fill the first tier once ($19,499.00, what one Region's two clusters cost)."""
     clusters = ("clusters:\n  - name: a\n    region: us-east-1\n  - name: b\n    region: {}\n")
     fleet = Fleet(clusters=2, pods=5000, churn=0)
     apart = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))), fleet))["custom metrics"]
     together = _lines(estimates(load_project(project_dir(clusters.format("us-east-1"))), fleet))["custom metrics"]
-    assert apart["quantity"] == together["quantity"] == 170_020
-    assert together["monthly"] == pytest.approx(3_000 + 160_020 * 0.10 - 10 * 0.30)
-    assert apart["monthly"] == pytest.approx(2 * (3_000 + 75_010 * 0.10) - 10 * 0.30)
+    assert apart["quantity"] == together["quantity"] == 175_020
+    assert together["monthly"] == pytest.approx(3_000 + 165_020 * 0.10 - 10 * 0.30)
+    assert apart["monthly"] == pytest.approx(2 * (3_000 + 77_510 * 0.10) - 10 * 0.30)
     assert "tiered per Region (2 Regions)" in apart["basis"]
     # --clusters 3 over the two Regions: two in one (116,678.67 metrics), one in the other (58,339.33)
     three = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))),
@@ -212,10 +215,12 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(everything, project_d
     # the unused share of its utilization (the idle alarm's), and kube-state-metrics' info and GPU capacity of each
     # GPU node, and per GPU one of its temperature's flag past the level (the temperature-high alarm's): about 392 GB
     # a month
-    # and per GPU node (one per GPU here) two of its total and count of GPUs read (the fleet's values per node)
+    # and per GPU node (one per GPU here) two of its total and count of GPUs read (the fleet's values per node) and one
+    # of its GPUs unread (the GPU stopped reporting alarm's)
     assert result["group_by"]["log_events"]["per_scrape"] == \
-        3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500 + 2 * 500 + 500 + 2 * 500
-    assert 387 < lines["EMF log ingestion (GB)"]["quantity"] < 397  # (347 GB before the nodes' totals and counts)
+        3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500 + 2 * 500 + 500 + 2 * 500 + 500
+    # (347 GB before the nodes' totals and counts, 392 before their GPUs unread)
+    assert 405 < lines["EMF log ingestion (GB)"]["quantity"] < 415
     longer = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: all\n  log_retention_days: 30\n")),
                               fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
@@ -296,7 +301,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_pa
     changed = load_prices(overrides=override)
     result = estimates(everything, fleet, changed)
     assert _lines(result)["custom metrics"]["monthly"] == pytest.approx(
-        (500 + 1 * 10 + 10 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 5 * 10 - 10) * 0.60)
+        (500 + 1 * 10 + 10 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 5 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -387,10 +392,10 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
     per_gpu = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
     per_node = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13)))
     # (and each node's total and count of GPUs read of the fleet's mean temperature and utilization, its total of
-    # power: 5 per node)
-    assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == (1 + 5) * (100 - 13)
+    # power: 5 per node; and its GPUs unread below its highest index, which the GPU stopped reporting alarm analyzes)
+    assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == (1 + 5 + 1) * (100 - 13)
     alarms = "GPU and cluster alarms (Metrics Insights)"
-    assert per_gpu[alarms]["quantity"] - per_node[alarms]["quantity"] == 100 - 13
+    assert per_gpu[alarms]["quantity"] - per_node[alarms]["quantity"] == 2 * (100 - 13)
     classic = load_project(project_dir("agent:\n  pipeline: classic\n"))  # its scraper drops up
     # (its log events count kube-state-metrics' two node series per GPU node)
     logs = ("EMF log ingestion (GB)", "EMF log storage (GB-month)")
@@ -505,17 +510,17 @@ def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
 def test_each_clusters_own_exporter_daemonsets_are_priced(project_dir):
     """Clusters naming different exporter DaemonSets (clusters[].exporter.more_daemonsets) are each priced with their
     own, as generate makes their alarms: cost priced every cluster with the most any cluster names (28 alarms where
-    generate made 26; a cluster overriding the fleet's list with none, 26 where it made 25)."""
+    generate made 26; a cluster overriding the fleet's list with none, 26 where it made 25; each cluster's GPU stopped reporting alarm one more)."""
     import json
 
     from generator.artifacts import build
     from generator.output import encode
 
     for settings, made, daemonsets in (("clusters:\n  - {name: a, region: us-east-1, exporter: {more_daemonsets: [x/y, x/z]}}\n"
-                            "  - {name: b, region: us-east-1}\n", 26, 3 + 1),
+                            "  - {name: b, region: us-east-1}\n", 28, 3 + 1),
                            ("exporter:\n  more_daemonsets: [x/y]\nclusters:\n"
                             "  - {name: a, region: us-east-1, exporter: {more_daemonsets: []}}\n"
-                            "  - {name: b, region: us-east-1}\n", 25, 1 + 2)):
+                            "  - {name: b, region: us-east-1}\n", 27, 1 + 2)):
         project = load_project(project_dir(settings))
         artifacts = build(project)
         alarms = json.loads(encode(artifacts)["cloudwatch/alarms.json"])["alarms"]
@@ -728,7 +733,7 @@ def test_a_nodes_totals_are_priced_per_node(tmp_path):
 def test_cost_says_which_rules_have_no_cloudwatch_alarm(project_dir, cli):
     """A rule CloudWatch cannot judge (gpu-stopped-reporting, lint AL027) is priced at nothing: the estimate says it
     has no CloudWatch alarm, in text and in JSON, so a fleet on CloudWatch alone knows a GPU lost there alerts no one."""
-    config = str(project_dir(""))
+    config = str(project_dir("agent:\n  pipeline: classic\nthresholds:\n  pcie_replays_per_minute: 0\n"))
     code, stdout, _ = cli("cost", "--config", config, "--pods", "10")
     assert code == 0
     (line,) = [line for line in stdout.splitlines() if "gpu-stopped-reporting" in line]

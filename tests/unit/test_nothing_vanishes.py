@@ -29,15 +29,23 @@ def _alarm_ids(build):
 
 
 def test_an_alarm_with_no_cloudwatch_alarm_is_noted_by_generate(tmp_path, cli):
-    """gpu-stopped-reporting is a Prometheus rule alone (lint AL027): generate says so, as it says an alarm left out of
-    both (DF001) or out of CloudWatch by the Container Insights add-on (CW013); it said nothing, and one deploying
-    CloudWatch alone was not told it goes without it."""
-    code, _, stderr = cli("generate", "--out", str(tmp_path / "build"))
+    """On agent.pipeline: classic gpu-stopped-reporting is a Prometheus rule alone (lint AL027): generate says so, as it
+    says an alarm left out of both (DF001) or out of CloudWatch by the Container Insights add-on (CW013); it said
+    nothing, and one deploying CloudWatch alone was not told it goes without it. On the OTel pipeline (the default) it
+    has its CloudWatch alarm, each node's GPUs unread, and nothing is noted."""
+    config = tmp_path / "classic.yaml"
+    config.write_text("agent:\n  pipeline: classic\nthresholds:\n  pcie_replays_per_minute: 0\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"))
     assert code == 0, stderr
     cloudwatch, prometheus = _alarm_ids(tmp_path / "build")
     assert "GpudashGpuStoppedReporting" in prometheus and not any("stopped" in name for name in cloudwatch)
     assert "note: alarm 'gpu-stopped-reporting' has no CloudWatch alarm, only its Prometheus rule: CloudWatch cannot " \
            "judge" in stderr and stderr.count("(lint AL027)") == 1, stderr
+    code, _, stderr = cli("generate", "--out", str(tmp_path / "otel"))
+    assert code == 0, stderr
+    cloudwatch, prometheus = _alarm_ids(tmp_path / "otel")
+    assert "GpudashGpuStoppedReporting" in prometheus and "gpudash-gpu-cluster-gpu-stopped-reporting-critical" in \
+        cloudwatch and "(lint AL027)" not in stderr, stderr
 
 
 def test_an_alarm_on_a_field_the_csv_lacks_is_noted_and_missing_from_both_backends(tmp_path, cli):
@@ -66,9 +74,8 @@ def test_an_alarm_on_a_field_the_csv_lacks_is_noted_and_missing_from_both_backen
 def test_with_every_field_collected_no_alarm_is_noted(tmp_path, cli):
     code, _, stderr = cli("generate", "--out", str(tmp_path / "build"))
     assert code == 0, stderr
-    # none left out (DF001); the one rule with no CloudWatch alarm noted (AL027, the test above)
-    assert [line for line in stderr.splitlines() if line.startswith("note: alarm")] == \
-        [line for line in stderr.splitlines() if line.endswith("(lint AL027)")], stderr
+    # none left out (DF001), none without a CloudWatch alarm on the OTel pipeline (AL027: the test above)
+    assert not [line for line in stderr.splitlines() if line.startswith("note: alarm")], stderr
     cloudwatch, prometheus = _alarm_ids(tmp_path / "build")
     assert {"GpudashPcieReplays", "GpudashXidError"} <= prometheus
 
