@@ -106,7 +106,8 @@ def alarms(ctx):
                       "reinstall it); kube-state-metrics not scraped: check its pod and the scrape target; on "
                       "CloudWatch, the cwagent-prometheus Deployment and its logs."),
         Alarm("gpu-stopped-reporting", "GPU stopped reporting",
-              # Each GPU against its node's other GPUs (generator/stopped_gpus.py): a Prometheus rule alone (lint AL027)
+              # Each GPU against its node's other GPUs (generator/stopped_gpus.py); on CloudWatch each node's GPUs unread
+            # below its highest index (agent.pipeline: otel; elsewhere a Prometheus rule alone: lint AL027)
               Condition(Query(reported, "count", GPU), "<", 1),
               severity="critical", evaluation_periods=2, stopped=True,
               description="A GPU that reported within the last hour has read nothing for 10 minutes while another GPU "
@@ -117,14 +118,15 @@ def alarms(ctx):
                           "fire it. It holds while the GPU reads nothing and its node's other GPUs read, past the "
                           "hour (a recording rule keeps it), and clears when the GPU reads again, when its node's "
                           "other GPUs stop too or another machine takes the node's name. A node of one GPU is the "
-                          "data-missing rule's. Prometheus only: CloudWatch cannot judge a series that stopped against "
-                          "its node's others (lint AL027)."
+                          "data-missing rule's. Its CloudWatch alarm (agent.pipeline: otel) names the node, and sees a "
+                          "GPU below the node's highest index only (elsewhere none: lint AL027)."
                           + (f" {HELD}." if ctx.settings.exporter.virtual_gpus else ""),
               runbook="On the node: `nvidia-smi` and `dmesg | grep -i xid` (79: fallen off the bus). Cordon and drain "
                       "the node, then reset the GPU (`nvidia-smi -r`) or reboot; replace it if it falls off again. "
                       "The alert's GPU is the index the GPU last read under: a reboot that leaves it out indexes "
                       "the GPUs after it one lower, so find the lost GPU by the alert's "
-                      f"{uuid_name(ctx.settings)} label (`nvidia-smi -L`; an exporter writing no UUID gives none)."),
+                      f"{uuid_name(ctx.settings)} label (`nvidia-smi -L`; an exporter writing no UUID gives none). "
+                      "CloudWatch's alarm names the node: the GPU `nvidia-smi -L` lacks or cannot read is the lost one."),
     ]
     # An alarm on a field the counters CSV does not collect is left out with a note (generate, lint DF001).
     return ctx.available(candidates)

@@ -457,7 +457,8 @@ class Alarm:
     `cloudwatch` is an alternative condition for what CloudWatch cannot express
     (it cannot divide two metrics in a GROUP BY alarm). `absent` alarms fire when
     the metric stops arriving at all. `stopped` alarms fire for each GPU that reported and stopped while its node's
-    other GPUs report (stopped_gpus): a Prometheus rule alone, CloudWatch cannot judge it (lint AL027).
+    other GPUs report (stopped_gpus); on CloudWatch each node whose GPUs below its highest index read nothing, on
+    agent.pipeline: otel only (elsewhere a Prometheus rule alone: lint AL027).
     """
 
     id: str

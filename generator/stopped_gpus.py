@@ -56,10 +56,17 @@ read, reading in each period, and first read by its UUID alone, whatever its ind
 (its index when it last read) and no GPU indexed anew reads as lost under its old index; a GPU at the lost one's index
 is taken for it on other hardware only if it did not read before the hour.
 
-CloudWatch cannot judge it: a GPU whose data stops has no datapoint to compare, a Metrics Insights alarm judges each
-series on its own datapoints (a GPU gone reads as a node removed), metric math combines no two GROUP BY arrays (the
-node's per-scrape flag cannot vouch for each of its GPUs), and no statistic of one series remembers that a GPU
-reported before. So the rule has no CloudWatch alarm; lint AL027 says so (no_cloudwatch)."""
+CloudWatch cannot judge the GPU itself: a GPU whose data stops has no datapoint to compare, a Metrics Insights alarm
+judges each series on its own datapoints (a GPU gone reads as a node removed), metric math combines no two GROUP BY
+arrays (the node's per-scrape flag, or its count of GPUs over a longer window, cannot vouch for each of its GPUs), and
+no statistic of one period remembers that a GPU reported before. Each scrape of the node does: NVML keeps a node's
+indexes until the next boot, so a GPU lost below the node's highest index leaves a hole its other GPUs read around. On
+agent.pipeline: otel the agent makes of each scrape its GPUs unread below its highest index (UNREAD), and the rule's
+CloudWatch alarm judges each node on it over the rule's window (render/alarms.unread_plan: at least 1 at every scrape
+of each period): it names the node, and misses a node's highest-indexed GPU lost and a GPU a reboot left out (the
+GPUs after it indexed anew). On agent.pipeline: classic, the Container Insights add-on and with exporter.virtual_gpus
+(an idle GPU's series end while another of its node is held) the rule has no CloudWatch alarm; lint AL027 says so
+(no_cloudwatch)."""
 
 from __future__ import annotations
 
@@ -112,6 +119,8 @@ NOT_ON_PIPELINE = ("agent.pipeline: classic has no processor to count a node's G
                    "pipeline's CloudWatch alarm judges (GPUs unread below the node's highest index)")
 NOT_ON_ADDON = ("the Container Insights add-on publishes no GPU index per node to count from; its data-missing rule's "
                 "per-GPU alarm counts each node's GPUs against the kubelet's count instead")
+NOT_WITH_COPIES = ("with exporter.virtual_gpus, dcgm-exporter 4.5.2 to 4.8.1 ends the series of a GPU no pod holds while "
+                   "another GPU of its node is held, a hole below the held GPU's index that no lost GPU made")
 
 # The metric the OTel pipeline's agent makes of each scrape of a node's exporter (render/agent_otel.unread_gpus): its
 # highest GPU index read plus one, less the GPUs read (each GPU once, by index, with a reading of the presence field or
@@ -318,28 +327,21 @@ def read_fields(catalog, settings: Settings) -> tuple[str, ...]:
 def judged_on_cloudwatch(alarm, catalog, settings: Settings) -> bool:
     """The rule has a CloudWatch alarm: each node's GPUs unread below its highest index, which the OTel pipeline's agent
     counts at each scrape (UNREAD) from the fields the rule reads (read_fields). The JSON path has no processor, the
-    Container Insights add-on no GPU index."""
+    Container Insights add-on no GPU index, and with exporter.virtual_gpus an idle GPU's series end (NOT_WITH_COPIES)."""
     from .container_insights import enabled
 
-    return settings.agent.pipeline == "otel" and not enabled(settings) and \
+    return settings.agent.pipeline == "otel" and not enabled(settings) and not settings.exporter.virtual_gpus and \
         alarm.condition.query.metric == read_fields(catalog, settings)[0]
 
 
 def unread_description(settings: Settings, period: int, periods: int) -> tuple[tuple[str, str], ...]:
     """What the rule's CloudWatch alarm sees, and what it cannot (data_missing.About: each sentence, its short form)."""
     minutes = period * periods // 60
-    return ((f"A GPU node that, at every scrape of its exporter in each of the last {periods} {period // 60}-minute "
-             f"periods, read fewer GPUs than its highest GPU index read plus one is a contributor in ALARM: a GPU "
-             f"below the node's highest index read nothing for {minutes} minutes (DCGM lost it) while the node's other "
-             f"GPUs read, as the Prometheus rule judges it.", ""),
-            ("It names the node, not the GPU. A node's highest-indexed GPU lost leaves no hole (the node reads as one "
-             "of a GPU fewer), nor does a GPU a reboot left out (the GPUs after it are indexed anew): those the "
-             "Prometheus rule alone alerts on.",
-             "It names the node; a node's highest-indexed GPU lost, or left out by a reboot, is not seen."),
-            ("A node removed, an exporter restarted or failing scrapes and a pod leaving its GPU are not "
-             "(notBreaching: no scrape is no hole); a node removed while in ALARM clears once its last datapoints "
-             "leave the evaluation range.",
-             "A node removed, an exporter restarted and a pod leaving its GPU are not."))
+    return ((f"A GPU node each of whose scrapes over {minutes} minutes read a GPU below its highest index unread, "
+             f"while it reported in each {period // 60}-minute period, is a contributor in ALARM: DCGM lost the GPU.",
+             ""),
+            ("It names the node; a node's highest-indexed GPU lost, or left out by a reboot, is not seen.", ""),
+            ("A node removed, an exporter restarted and a pod leaving its GPU do not fire it.", ""))
 
 
 def no_cloudwatch(project) -> list[tuple[str, str]]:
@@ -349,6 +351,7 @@ def no_cloudwatch(project) -> list[tuple[str, str]]:
 
     settings = project.settings
     why = NOT_ON_ADDON if enabled(settings) else NOT_ON_PIPELINE if settings.agent.pipeline != "otel" else \
+        NOT_WITH_COPIES if settings.exporter.virtual_gpus else \
         f"the OTel pipeline counts a node's GPUs by {read_fields(project.catalog, settings)[0]} alone"
     return [(alarm.defined_at, f"alarm {alarm.id!r} has no CloudWatch alarm, only its Prometheus rule: "
                                f"{NO_CLOUDWATCH}; {why}")

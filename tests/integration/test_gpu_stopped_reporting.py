@@ -21,8 +21,9 @@ path gives them; a series that ends gets Prometheus' staleness marker):
   name and indexes). Truth: none of them, at any minute judged. kube-state-metrics made each Node object before.
 
 promtool judges the rule at every minute from 26 to 92; a GPU lost an hour and a half before its node's story (the
-rule's recording keeps it past the hour) at every minute from 15 to 164. CloudWatch has no twin (lint AL027): the agent
-model (both pipelines) and the generated alarms leave the GPUs that stopped unjudged, pinned as a strict xfail with the
+rule's recording keeps it past the hour) at every minute from 15 to 164. No CloudWatch alarm names the GPU: on
+agent.pipeline: otel its alarm names the node of a GPU lost below its highest index
+(test_gpu_stopped_reporting_cloudwatch.py), on classic there is none (lint AL027), pinned as a strict xfail with the
 truth. On the Container Insights add-on the data-missing rule's per-GPU alarm, counting GPUs against the kubelet's
 count, pages for a lost GPU past the hour (naming none).
 """
@@ -177,8 +178,9 @@ def _payload(node: str, k: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.xfail(strict=True, reason="CloudWatch cannot judge a GPU that stopped reporting while its node's other "
-                                       "GPUs report (lint AL027): no alarm names node-a GPU 2 nor node-b GPU 1")
+@pytest.mark.xfail(strict=True, reason="no CloudWatch alarm names a GPU that stopped reporting while its node's other "
+                                       "GPUs report: on agent.pipeline: otel the alarm names node-a and node-b, "
+                                       "not their GPUs 2 and 1; on classic there is none (lint AL027)")
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_cloudwatch_alarms_name_the_gpus_that_stopped_minute_by_minute(tmp_path, pipeline):
     """The truth on CloudWatch: from minute 40 to 89 some alarm of the build is in ALARM naming each GPU that stopped,

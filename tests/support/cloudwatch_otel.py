@@ -30,7 +30,8 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   name different labels; new_name expanded from the include pattern; aggregate_labels: labels outside label_set
   removed, the points of one label set merged into the first one's by max, sum, count, median or mean, see _merged;
   add_label; experimental_scale_value);
-* transform sets a datapoint's value_double where its condition holds, its statements in order (see _statements);
+* transform sets a datapoint's value_double where its condition holds, its statements in order (see _statements): a
+  number, a number less the value, or OTTL's Double of one of the point's labels plus a number;
 * awsemf drops a point flagged NoRecordedValue, NaN and infinite values (the counter's previous value is kept), turns a cumulative
   Sum into the difference to the previous datapoint of the same labels (the first gives nothing, or
   itself with retain_initial_value_of_delta_metric;

@@ -50,18 +50,19 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     names += list(otel["service"]["pipelines"])
     # no clash with the agent's own pipelines: every name's suffix is gpudash's
     assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-gauges", "gpudash-markers", "gpudash-pods",
-                                                "gpudash-unused", "gpudash-levels") for n in names)
+                                                "gpudash-unused", "gpudash-levels", "gpudash-gpus") for n in names)
     (pipeline,) = otel["service"]["pipelines"].values()
     # the exporter's staleness markers dropped before any merge (a merge takes one first at random); the pods' totals
     # (and the copies of the idle alarms' utilization and of the temperature-high alarm's temperature) are made
     # before the blank filter (a sum holding a blank is dropped whole), the unused share and the flag past the level
     # of a reading after it, the merge of a shared GPU's counters after it (its `max` would take a blank); first, each
-    # level a Gauge whatever type the exporter serves it as
+    # level a Gauge whatever type the exporter serves it as; each node's GPUs unread (each GPU's index, then per node)
+    # after metricstransform/gpudash, which takes each GPU's reading once after the filter
     assert pipeline == {"receivers": ["prometheus/gpudash"],
                         "processors": ["transform/gpudash-gauges", "filter/gpudash-markers", "metricstransform/gpudash-pods",
                                        "filter/gpudash", "transform/gpudash-unused",
-                                       "transform/gpudash-levels", "metricstransform/gpudash", "transform/gpudash",
-                                       "batch/gpudash"],
+                                       "transform/gpudash-levels", "metricstransform/gpudash", "transform/gpudash-gpus",
+                                       "metricstransform/gpudash-gpus", "transform/gpudash", "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
     emf = otel["exporters"]["awsemf/gpudash"]
     assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (
@@ -96,6 +97,11 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             up = [d for d in emf["metric_declarations"]
                   if d["metric_name_selectors"] == ["^scrape_samples_post_metric_relabeling$"]]
             assert [d["dimensions"] for d in up] == [[["ClusterName", "node"]]]
+            # and each node's GPUs unread below its highest index (the GPU stopped reporting rule's alarm; the JSON
+            # path has no processor to count them: lint AL027)
+            unread = [d for d in emf["metric_declarations"] if d["metric_name_selectors"] == ["^gpudash_gpus_unread$"]]
+            assert [d["dimensions"] for d in unread] == [[["ClusterName", "node"]]]
+            up += unread
             # and the points it makes at the agent in sets of their own, where the JSON path reads the field itself:
             # a GPU's readings once per scrape ([ClusterName, readings], the fleet's values past their LIMIT; classic
             # reads [ClusterName]) and a share's unused share (the idle alarms' sets and `share`)
@@ -303,7 +309,11 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
                        if kind == "sum" or key[0] != "DCGM_FI_DEV_POWER_USAGE"})
     published_sets = {(p.metric, tuple(p.dims())) for p in otel}
     replaced = {p for p in classic if (p.metric, tuple(p.dims())) not in published_sets}
-    left_out = set(totals) | set(flags) | set(once) | set(once_per_gpu) | set(share) | set(level) | set(nodes)
+    # and each node's GPUs unread below its highest index (the GPU stopped reporting rule's alarm): none here
+    unread = [p for p in otel if p.metric == "gpudash_gpus_unread"]
+    assert unread and {p.value for p in unread} == {0.0}
+    left_out = set(totals) | set(flags) | set(once) | set(once_per_gpu) | set(share) | set(level) | set(nodes) | \
+        set(unread)
     instances = set(per_instance) | replaced
     assert totals and [p for p in otel if p not in left_out] == [p for p in classic if p not in instances]
 
@@ -411,11 +421,16 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     # (counted per GPU: 5 x 100)
     # and the NVLink throughput per GPU, which classic leaves out with the bundled CSV (an exporter on its image's
     # default CSV serves it typed counter, whose differences the JSON path would publish)
-    fewer = - fleet.gpus - 1 - fleet.gpus - 5 * fleet.gpus - fleet.gpus
+    # and each node's GPUs unread below its highest index (counted per GPU), which the GPU stopped reporting rule's
+    # alarm reads: a Metrics Insights alarm more, analyzing every GPU node (classic has none: lint AL027)
+    fewer = - fleet.gpus - 1 - fleet.gpus - 5 * fleet.gpus - fleet.gpus - fleet.gpus
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
-    assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \
-        {k: v for k, v in classic.items() if k not in costed and k != "sources"}
+    assert {k: v for k, v in otel.items() if k not in costed and k not in ("sources", "prometheus_only")} == \
+        {k: v for k, v in classic.items() if k not in costed and k not in ("sources", "prometheus_only")}
+    assert not otel["prometheus_only"] and [m.split(":")[0] for m in classic["prometheus_only"]] == \
+        ["alarm 'gpu-stopped-reporting' has no CloudWatch alarm, only its Prometheus rule"]
+    insights = "GPU and cluster alarms (Metrics Insights)"
     changed = 0
     for o, c in [(otel[k], classic[k]) for k in costed] + [(otel["sources"][k], classic["sources"][k])
                                                           for k in classic["sources"]]:
@@ -428,9 +443,12 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
         logs = [j for j, line in enumerate(c["lines"]) if line["item"].startswith("EMF log")]
         assert len(logs) == 2 and all(o["lines"][j]["quantity"] > c["lines"][j]["quantity"] for j in logs)
         logged = sum(o["lines"][j]["monthly"] - c["lines"][j]["monthly"] for j in logs)
+        (alarmed,) = [j for j, line in enumerate(c["lines"]) if line["item"] == insights]
+        assert o["lines"][alarmed]["quantity"] - c["lines"][alarmed]["quantity"] == fleet.gpus  # (nodes per GPU)
+        stopped = o["lines"][alarmed]["monthly"] - c["lines"][alarmed]["monthly"]
         # both under 10,000 metrics: the fewer are priced at the first tier (the free tier's first 10 in both)
         first_tier = load_prices()["rates"]["custom_metric_month"]["tiers"][0][1]
-        assert o["total"] == pytest.approx(c["total"] - fewer * first_tier + logged, abs=0.01)
+        assert o["total"] == pytest.approx(c["total"] - fewer * first_tier + logged + stopped, abs=0.01)
         # the fleet means' queries per node read a total and a count per node (nodes counted per GPU: 200 metrics
         # for the per-GPU set's 100), so a dashboard shows and analyzes more, free in the console
         (reads,) = [j for j, line in enumerate(c["lines"]) if line["item"].startswith("dashboard reads")]
@@ -441,8 +459,8 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
                 "; these show up to")[0]
             return {**line, "basis": basis, **({"quantity": None} if line["item"].startswith("dashboard reads")
                                               else {})}
-        assert [same(line) for j, line in enumerate(o["lines"]) if j != i and j not in logs] == \
-            [same(line) for j, line in enumerate(c["lines"]) if j != i and j not in logs]
+        assert [same(line) for j, line in enumerate(o["lines"]) if j not in (i, alarmed) and j not in logs] == \
+            [same(line) for j, line in enumerate(c["lines"]) if j not in (i, alarmed) and j not in logs]
         changed += 1
     assert changed >= 3  # both alarm modes and the Prometheus-EMF source
 

@@ -22,7 +22,7 @@ def _fleet(project_dir, count: int, more: str = ""):
 
 
 def test_a_fleet_of_40_clusters_in_one_region_gets_templates_cloudformation_takes(cli, project_dir, tmp_path):
-    """40 clusters in one Region: 3 dashboards, 12 alarms and a log group each. One template held them all (640
+    """40 clusters in one Region: 3 dashboards, 13 alarms and a log group each. One template held them all (640
     resources, 2.4 MB): CloudFormation refused it, and the fleet had no template to deploy."""
     config = _fleet(project_dir, 40)
     build = tmp_path / "build"
@@ -36,7 +36,7 @@ def test_a_fleet_of_40_clusters_in_one_region_gets_templates_cloudformation_take
         resources = json.loads(template.read_bytes())["Resources"]
         assert len(resources) <= 500 and template.stat().st_size <= 1_000_000, template
         held += [r["Properties"]["AlarmName"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert sorted(held) == sorted(a["Request"]["AlarmName"] for a in alarms) and len(held) == 40 * 12
+    assert sorted(held) == sorted(a["Request"]["AlarmName"] for a in alarms) and len(held) == 40 * 13
     project = load_project(config)
     assert run(CF001, lint_input(project)) == []
     assert run(CF001, lint_input(project, read(build, settings=project.settings))) == []
@@ -266,7 +266,7 @@ def test_a_cluster_of_few_large_resources_is_split_by_its_bytes(cli, project_dir
     alarms = [a["Request"]["AlarmName"]
               for a in json.loads((build / "cloudwatch" / "alarms.json").read_bytes())["alarms"]]
     held = [r["Properties"]["AlarmName"] for r in resources if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert sorted(held) == sorted(alarms) and len(alarms) == 49
+    assert sorted(held) == sorted(alarms) and len(alarms) == 50
     first = {r["Type"] for r in templates["gpudash-cluster-c00.json"][0].values()}
     assert "AWS::Logs::LogGroup" in first
     dashboards = {r["Properties"]["DashboardName"] for r in templates["gpudash-cluster-c00.json"][0].values()
@@ -286,7 +286,7 @@ def test_dashboards_over_the_quotas_on_their_own_are_split_too(cli, project_dir,
     assert code == 0 and "CloudFormation refuses" not in stderr, stderr
     where = _where(build)
     assert sorted(set(where.values())) == ["gpudash-cluster-c00.json", "gpudash-cluster2-c00.json"]
-    assert len([name for name in where if "-big" in name]) == 16 and len(where) == 16 + 1 + 49
+    assert len([name for name in where if "-big" in name]) == 16 and len(where) == 16 + 1 + 50
     assert where["/aws/containerinsights/c00/prometheus"] == "gpudash-cluster-c00.json"
     _within_quotas(build)
 

@@ -262,7 +262,7 @@ def test_top_pods_500_passes_the_dashboard_limit(project_dir):
 
 def test_generate_warns_when_alarms_notify_no_one(cli, tmp_path, project_dir):
     code, _, stderr = cli("generate", "--out", str(tmp_path / "a"))
-    assert code == 0 and "12 of 12 CloudWatch alarms have no actions and notify no one" in stderr
+    assert code == 0 and "13 of 13 CloudWatch alarms have no actions and notify no one" in stderr
     config = project_dir("alarms:\n  actions:\n    critical: ['arn:aws:sns:us-east-1:123456789012:gpu']\n"
                          "    warning: ['arn:aws:sns:us-east-1:123456789012:gpu']\n")
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "b"))

@@ -61,12 +61,14 @@ def expected_alarms(static: bool, classic: bool = False) -> list[str]:
     alarm), or with alarms.per_pod: static one alarm per listed pod (the idle rule's with its MIG second alarm per
     listed pod). The
     data-missing rule has a second alarm, per node (per GPU on agent.pipeline: classic, which drops up), and a third
-    on the agent's own reads of kube-state-metrics."""
+    on the agent's own reads of kube-state-metrics. The GPU stopped reporting rule has its alarm per node on the OTel
+    pipeline, none on classic (lint AL027)."""
     fleet = ["fleet-fleet-full-warning", "fleet-fleet-hot-warning", "fleet-fleet-idle-mig-warning",
              "fleet-fleet-idle-warning"]
     cluster = [f"gpu-cluster-{rule}" for rule in CLUSTER_RULES]
     cluster.append(f"gpu-cluster-gpu-data-missing-per-{'gpu' if classic else 'node'}-critical")
     cluster.append("gpu-cluster-gpu-data-missing-agent-critical")
+    cluster += [] if classic else ["gpu-cluster-gpu-stopped-reporting-critical"]
     if static:
         pods = [f"gpu-cluster-{rule}-{pod.replace('/', '-')}" for rule in (*PER_POD_RULES, "gpu-idle-mig-warning")
                 for pod in STATIC_PODS]
@@ -159,7 +161,7 @@ def test_every_queried_set_is_published_by_the_agent(folder, combination, tmp_pa
         assert dcgm <= set(queried), sorted(dcgm - set(queried))
     # cost prices the alarms the settings make (one cluster, a pod per static alarm): 14 with GROUP BY alarms
     # per pod, 17 with a static alarm per listed pod (two per-pod rules x two pods, and the idle rule's MIG second
-    # alarm per pod)
+    # alarm per pod); and on the OTel pipeline the GPU stopped reporting rule's
     fleet = Fleet(clusters=1, pods=len(STATIC_PODS) if static else 10, churn=0)
     priced = estimate(project, fleet, load_prices(), project.settings.alarms.per_pod, ())
-    assert priced["alarms"] == (17 if static else 14)
+    assert priced["alarms"] == (17 if static else 14) + (project.settings.agent.pipeline == "otel")
