@@ -17,13 +17,13 @@ def test_first_apply_creates_everything_and_the_second_writes_nothing(aws):
     client, apply = aws
     code, report, stderr = apply()
     assert code == 0, stderr
-    assert len(report["written"]) == 15
-    assert "reading CloudWatch: 15/15" in stderr and "writing to CloudWatch: 15/15" in stderr  # one line a phase
+    assert len(report["written"]) == 16
+    assert "reading CloudWatch: 16/16" in stderr and "writing to CloudWatch: 16/16" in stderr  # one line a phase
     assert sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]) == NAMES
     first = {name: a["AlarmConfigurationUpdatedTimestamp"] for name, a in alarms(client).items()}
-    assert len(first) == 12
+    assert len(first) == 13
     code, report, _ = apply()
-    assert code == 0 and report["written"] == [] and report["summary"] == {"unchanged": 15}
+    assert code == 0 and report["written"] == [] and report["summary"] == {"unchanged": 16}
     assert {name: a["AlarmConfigurationUpdatedTimestamp"] for name, a in alarms(client).items()} == first
 
 
@@ -137,7 +137,7 @@ def test_apply_renders_no_grafana_dashboard_it_does_not_publish(moto, tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     *report, modules = result.stdout.splitlines()
-    assert json.loads("\n".join(report))["summary"] == {"create": 15}
+    assert json.loads("\n".join(report))["summary"] == {"create": 16}
     assert modules == "[]"
 
 
@@ -369,7 +369,7 @@ def test_regions_are_published_each_on_its_own(aws, moto, project_dir):
     west = moto.client("cloudwatch", "us-west-2")
     assert sorted(alarms(west)) == sorted(n for n in report["written"] if n.startswith("gpudash-west-")
                                            and "-dash" not in n and n in alarms(west))
-    assert len(alarms(west)) == 12 and len(alarms(client)) == 12
+    assert len(alarms(west)) == 13 and len(alarms(client)) == 13
     assert all(name.startswith("gpudash-west-") for name in alarms(west))
     # Dashboards are global: both Regions' endpoints list the account's one set.
     assert [d["DashboardName"] for d in west.list_dashboards()["DashboardEntries"]] == [

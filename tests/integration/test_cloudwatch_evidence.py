@@ -46,7 +46,7 @@ def test_the_build_and_its_template_stamp_the_project_as_apply_does(aws, tmp_pat
               for item in json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]}
     template = json.loads((out / "cloudformation" / "gpudash-team-a-cluster-shared.json").read_text())
     stack = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert len(listed) == len(stack) == 12
+    assert len(listed) == len(stack) == 13
     for properties in stack:
         assert {"Key": "gpudash:project", "Value": "team-a"} in properties["Tags"]
         assert properties["Tags"] == listed[properties["AlarmName"]]
@@ -74,8 +74,8 @@ def test_a_first_apply_writes_each_alarm_once_with_its_evidence(proxied):
     proxy, client, apply = proxied
     code, report, _ = apply()
     live = alarms(client)
-    assert code == 0 and len(live) == 12 and sorted(n for n in report["written"] if n in live) == sorted(live)
-    assert proxy.operations.count("PutMetricAlarm") == 12 and "TagResource" not in proxy.operations
+    assert code == 0 and len(live) == 13 and sorted(n for n in report["written"] if n in live) == sorted(live)
+    assert proxy.operations.count("PutMetricAlarm") == 13 and "TagResource" not in proxy.operations
     assert all("gpudash:sha256" in _tags_of(client, alarm) for alarm in live.values())
     fresh(proxy)
     code, report, _ = apply()
@@ -156,7 +156,7 @@ def _in_documented_defaults(body: bytes) -> bytes:
 def test_a_read_back_in_cloudwatch_s_documented_defaults_confirms_the_write(proxied):
     client = proxied[1]
     report = reported_in_a_form_of_its_own(proxied, _in_documented_defaults)
-    assert len([n for n in report["written"] if n in alarms(client)]) == 12
+    assert len([n for n in report["written"] if n in alarms(client)]) == 13
 
 
 def test_a_read_back_that_differs_in_what_the_alarm_evaluates_is_still_a_failure(proxied):
@@ -180,7 +180,7 @@ def test_a_delete_answered_not_found_for_an_alarm_deleted_by_someone_else_delete
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     retired = sorted(n for n in alarms(client) if other_cluster(n))
-    assert len(retired) == 12
+    assert len(retired) == 13
     fresh(proxy)  # someone deletes one of them just before its DeleteAlarms, answered ResourceNotFound
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND,
                        callback=lambda: client.delete_alarms(AlarmNames=retired[:1])))
@@ -188,7 +188,7 @@ def test_a_delete_answered_not_found_for_an_alarm_deleted_by_someone_else_delete
     assert code == 0, stderr
     assert report["failed"] == [] and sorted(n for n in report["written"] if n in retired) == retired[1:]
     assert not [n for n in alarms(client) if other_cluster(n)]
-    assert proxy.operations.count("DeleteAlarms") == 12  # one each: the one gone is not sent again
+    assert proxy.operations.count("DeleteAlarms") == 13  # one each: the one gone is not sent again
 
 
 def test_two_alarms_deleted_by_someone_else_in_turn_leave_none_behind(proxied, published, project_dir):

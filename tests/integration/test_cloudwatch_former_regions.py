@@ -29,7 +29,7 @@ def test_a_cluster_removed_with_its_region_is_pruned_there_only_when_that_region
     client, apply = aws
     assert apply("--config", _settings(tmp_path, "both", BOTH))[0] == 0
     west = _west_alarms(moto)
-    assert len(west) == 12 and all("-west-" in name for name in west)
+    assert len(west) == 13 and all("-west-" in name for name in west)
     east = _settings(tmp_path, "east", EAST)
     code, report, stderr = apply("--prune", "--removed-cluster", "west", "--config", east)
     assert code == 0, stderr
@@ -45,7 +45,7 @@ def test_a_cluster_removed_with_its_region_is_pruned_there_only_when_that_region
                                  "--config", east)
     assert code == 0, stderr
     assert sorted(report["written"]) == west and _west_alarms(moto) == []
-    assert len(alarms(client)) == 12  # east's alarms in us-east-1 untouched
+    assert len(alarms(client)) == 13  # east's alarms in us-east-1 untouched
 
 
 def test_an_unreadable_former_region_fails_the_prune_and_nothing_is_published(proxied, tmp_path, moto):
@@ -80,5 +80,5 @@ def test_a_former_region_another_settings_file_still_uses_loses_nothing_of_that_
     west = _west_alarms(moto)
     code, report, stderr = apply("--prune", "--former-region", "us-west-2", "--config", east)
     assert code == 0 and report["written"] == [], stderr
-    assert "12 alarm(s) of project 'test' not defined here were published by other settings" in stderr, stderr
+    assert "13 alarm(s) of project 'test' not defined here were published by other settings" in stderr, stderr
     assert _west_alarms(moto) == west

@@ -44,7 +44,7 @@ def test_every_dashboard_is_accepted_and_reads_back_equal(cloudwatch):
 
 def test_every_alarm_is_accepted_and_reads_back_equal(cloudwatch):
     requests = json.loads(_files()["cloudwatch/alarms.json"])["alarms"]
-    assert len(requests) == 12  # nine rules; the idle rule watches MIG pods in a second alarm, data missing nodes one by one in a second and the agent's reads in a third
+    assert len(requests) == 13  # ten rules; the idle rule watches MIG pods in a second alarm, data missing nodes one by one in a second and the agent's reads in a third
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
     live = {a["AlarmName"]: a for a in cloudwatch.describe_alarms(AlarmNamePrefix="gpudash-")["MetricAlarms"]}
@@ -76,7 +76,7 @@ def test_per_pod_alarms_are_one_group_by_alarm_per_rule_and_cluster(cloudwatch, 
         '"pod", "gpu", "share") WHERE "ClusterName" = \'east\' GROUP BY "namespace", "pod", "gpu" ORDER BY SUM() DESC')
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
-    assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 24
+    assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 26
 
 
 def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):

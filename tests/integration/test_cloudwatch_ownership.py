@@ -807,9 +807,9 @@ def test_each_retired_alarm_is_deleted_alone_right_after_its_own_tag_read(proxie
     published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     code, report, _ = apply("--prune", "--removed-cluster", "other")
-    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 12
+    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 13
     calls = [op for op in proxy.operations if op in ("DescribeAlarms", "ListTagsForResource", "DeleteAlarms")]
-    assert calls.count("DeleteAlarms") == 12
+    assert calls.count("DeleteAlarms") == 13
     assert all(calls[i - 2:i] == ["DescribeAlarms", "ListTagsForResource"] for i, op in enumerate(calls)
                if op == "DeleteAlarms"), calls
     assert [n for n in alarms(client) if other_cluster(n)] == []
@@ -818,13 +818,13 @@ def test_each_retired_alarm_is_deleted_alone_right_after_its_own_tag_read(proxie
 def test_each_alarm_written_is_read_alone_right_before_its_write_and_once_after(proxied):
     """The last read before each alarm's write is a read of that alarm alone (an earlier read, the batch's check or
     the previous alarm's read-back, is followed by other calls: a person's alarm made meanwhile was overwritten). A
-    first apply of the 12 alarms lists them (1 DescribeAlarms), checks the batch (1), and reads each right before its
-    write and right after it (24): 26 reads, and each PutMetricAlarm follows a DescribeAlarms."""
+    first apply of the 13 alarms lists them (1 DescribeAlarms), checks the batch (1), and reads each right before its
+    write and right after it (26): 28 reads, and each PutMetricAlarm follows a DescribeAlarms."""
     proxy, client, apply = proxied
     code, report, _ = apply()
     written = [c["name"] for c in report["changes"] if c["kind"] == "alarm" and c["action"] == "create"]
-    assert code == 0 and len(written) == 12 and sorted(alarms(client)) == sorted(written)
-    assert proxy.operations.count("PutMetricAlarm") == 12 and proxy.operations.count("DescribeAlarms") == 26
+    assert code == 0 and len(written) == 13 and sorted(alarms(client)) == sorted(written)
+    assert proxy.operations.count("PutMetricAlarm") == 13 and proxy.operations.count("DescribeAlarms") == 28
     calls = [op for op in proxy.operations if "Dashboard" not in op]  # the alarms' calls (dashboards run beside)
     assert all(calls[index - 1] == "DescribeAlarms" for index, op in enumerate(calls) if op == "PutMetricAlarm"), calls
 
@@ -855,7 +855,7 @@ def test_two_publishers_at_once_converge(proxied):
     plans = [cloudwatch_sync.plan(cw, desired) for cw in (first, second)]
     outcomes = [cloudwatch_sync.apply(cw, plan, desired.cloudwatch_dashboards, desired.alarms, force=False,
                                       prune=False, dry_run=False) for cw, plan in zip((first, second), plans)]
-    assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 15
+    assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 16
     assert not any(o.error or o.done for o in outcomes[1])
     fresh(proxy)
     again = cloudwatch_sync.plan(first, desired)
@@ -869,7 +869,7 @@ def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(prox
     code, report, stderr = apply("--deadline", "60")
     assert code == 3 and "Traceback" not in stderr
     stopped = [f for f in report["failed"] if "did not finish within its deadline of 60 s" in f["error"]]
-    assert stopped and len(report["written"]) + len(report["failed"]) == 15
+    assert stopped and len(report["written"]) + len(report["failed"]) == 16
     # Every alarm reported written is there; the one whose write the deadline cut short before it could be
     # read back is not shown done, so it is reported failed even if the write took effect.
     live = alarms(client)
@@ -898,7 +898,7 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
     code, report, stderr = apply()
     assert code == 0 and report["written"] == [] and writes(proxy) == []
     assert "note: tag:GetResources is not allowed in us-east-1" in stderr and "grant tag:GetResources" in stderr
-    assert proxy.operations.count("ListTagsForResource") == 12
+    assert proxy.operations.count("ListTagsForResource") == 13
     # the JSON report holds what stderr noted (it held the changes and their outcomes alone)
     assert [n for n in report["notes"] if n["message"].startswith("tag:GetResources is not allowed in us-east-1")
             and n["where"] is n["fix"] is n["rule"] is None], report
@@ -917,7 +917,7 @@ def test_what_the_plan_noted_is_printed_when_a_later_read_fails(proxied, publish
 
 
 def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewritten(proxied):
-    assert len(reported_in_a_form_of_its_own(proxied, without_query_periods)["written"]) == 15
+    assert len(reported_in_a_form_of_its_own(proxied, without_query_periods)["written"]) == 16
 
 
 def _with_query_accounts(body: bytes) -> bytes:
@@ -933,7 +933,7 @@ def _with_query_accounts(body: bytes) -> bytes:
 def test_a_query_reported_with_the_account_it_reads_is_cloudwatch_s_form_not_a_failed_write(proxied):
     """Every create is read back; a query reported with an AccountId gpudash did not send is CloudWatch's own form
     (recorded in the evidence), not a write that did not take effect; a console edit is still seen."""
-    assert len(reported_in_a_form_of_its_own(proxied, _with_query_accounts)["written"]) == 15
+    assert len(reported_in_a_form_of_its_own(proxied, _with_query_accounts)["written"]) == 16
 
 
 def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, published, project_dir):
@@ -943,7 +943,7 @@ def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, published, p
     fresh(proxy)
     code, report, _ = apply("--config", str(config))
     assert code == 0 and report["written"] == [] and writes(proxy) == []
-    assert report["summary"] == {"unchanged": 60}  # 12 dashboards, 48 alarms
+    assert report["summary"] == {"unchanged": 64}  # 12 dashboards, 52 alarms
     # moto pages GetResources by tags (100 a page): 48 alarms' tags fill three pages, a first, a middle and a last;
     # every page is read, no alarm alone (an alarm of a page left unread would be read alone, or not be gpudash's).
     assert proxy.operations.count("GetResources") >= 3 and proxy.operations.count("ListTagsForResource") == 0
@@ -970,7 +970,7 @@ def test_alarm_listings_are_read_to_their_last_page(proxied, published):
     fresh(proxy)
     proxy.inject(fault("DescribeAlarms", "rewrite", times=2, callback=split))
     code, report, _ = apply()
-    assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 15} and writes(proxy) == []
+    assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 16} and writes(proxy) == []
 
 
 def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_force(aws, published):
@@ -1020,7 +1020,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired, renamed_from=("other",))
     retired = sorted(c.name for c in changes if c.kind == "alarm" and c.action == "delete")
-    assert len(retired) == 12 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
+    assert len(retired) == 13 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
     stripped, given_away, rehashed = retired[:3]
     arn = {name: alarm["AlarmArn"] for name, alarm in alarms(client).items()}
     for name in (EDITED, stripped):
@@ -1044,7 +1044,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     assert _tags(client, given_away)["ManagedBy"] == "team-ml"
     assert [o.change.name for o in outcomes if o.done and o.change.kind == "alarm"] == [
         n for n in retired if n not in failed]
-    assert proxy.operations.count("DeleteAlarms") == 9  # one call for each alarm not taken
+    assert proxy.operations.count("DeleteAlarms") == 10  # one call for each alarm not taken
 
 
 def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, published, project_dir):
@@ -1144,9 +1144,9 @@ def test_the_last_look_before_a_prune_reads_each_alarms_own_tags(proxied, publis
     looks: list[int] = []
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and [n for n in alarms(client) if other_cluster(n)] == [], stderr
-    assert len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 12
+    assert len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 13
     # (and each of the 3 retired dashboards' tags, read by the plan and by the look before its delete)
-    assert proxy.operations.count("ListTagsForResource") == 12 + RETIRED_DASHBOARD_TAG_READS and looks == []
+    assert proxy.operations.count("ListTagsForResource") == 13 + RETIRED_DASHBOARD_TAG_READS and looks == []
 
 
 def _bulk_answer(change):
@@ -1195,9 +1195,9 @@ def test_the_last_look_asks_an_alarm_alone_where_the_batchs_tag_read_does_not_sh
     assert taken in alarms(client) and "ManagedBy" not in _tags(client, taken)
     assert sorted(n for n in alarms(client) if other_cluster(n)) == [taken]  # the other retired alarms went
     assert alarms(client)[other]["Threshold"] == 90.0  # updated: its own answer shows it gpudash's
-    # the 12 retired alarms asked alone; the updated one alone at the last look, right before its write, right
+    # the 13 retired alarms asked alone; the updated one alone at the last look, right before its write, right
     # before its tag write and after it (the read-back that shows the evidence written); and the retired dashboards'
-    assert proxy.operations.count("ListTagsForResource") == 16 + RETIRED_DASHBOARD_TAG_READS and "Traceback" not in stderr
+    assert proxy.operations.count("ListTagsForResource") == 17 + RETIRED_DASHBOARD_TAG_READS and "Traceback" not in stderr
 
 
 def test_an_update_reads_its_alarms_own_tags_right_before_its_write(proxied, published, project_dir):
@@ -1398,7 +1398,7 @@ def test_an_alarm_a_person_takes_while_the_prune_reads_the_other_alarms_tags_is_
     assert sorted(n for n, _ in read) == doomed and "Traceback" not in stderr
     assert [n for n in taken if n not in alarms(client)] == [], f"{taken} deleted after a person took it"
     # each DeleteAlarms goes within a second (pacing clock) of its alarm's tag read
-    assert len(deletes) == len(read) == 12
+    assert len(deletes) == len(read) == 13
     assert max(sent - at for sent, (_, at) in zip(deletes, read)) <= 1.0
     assert taken == [] and code == 0 and sorted(n for n in alarms(client) if other_cluster(n)) == [], report
 

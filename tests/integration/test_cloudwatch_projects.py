@@ -38,7 +38,7 @@ def test_another_projects_alarms_and_dashboards_are_never_pruned(aws, tmp_path, 
         assert apply("--config", settings)[0] == 0
     others = ([n for n in _all_alarms(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))],
               [n for n in _dashboards(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))])
-    assert (len(others[0]), len(others[1])) == (24, 6)
+    assert (len(others[0]), len(others[1])) == (26, 6)
     code, stdout, _ = cli("plan", "--no-grafana", "--config", a)
     assert code == 0 and "delete" not in stdout
     code, report, _ = apply("--prune", "--config", a)
@@ -49,7 +49,7 @@ def test_another_projects_alarms_and_dashboards_are_never_pruned(aws, tmp_path, 
     # recorded both clusters, record team-a alone)
     only_a = _settings(tmp_path, "a2", "project: team-a\nclusters:\n  - {name: team-a, region: us-east-1}\n")
     code, report, _ = apply("--prune", "--removed-cluster", "east", "--config", only_a)
-    assert code == 0 and len([n for n in report["written"] if "-east-" in n]) == 15
+    assert code == 0 and len([n for n in report["written"] if "-east-" in n]) == 16
     assert all("-east-" in n or "-team-a-" in n for n in report["written"])
     assert not [n for n in _all_alarms(client) if n.startswith("gpudash-east-")]
 
@@ -92,8 +92,8 @@ def test_what_an_older_gpudash_wrote_without_a_project_is_kept_and_can_be_adopte
     assert sorted(report["written"]) == sorted(n for n in [*alarms(client), *_dashboards(client)]
                                                if n.startswith("gpudash-gpu-cluster-"))  # marked now
     retired = [n for n in _all_alarms(client) if n.startswith("gpudash-other-")]
-    assert len(retired) == 12 and len([n for n in _dashboards(client) if n.startswith("gpudash-other-")]) == 3
-    assert "12 alarm(s) no longer defined were written by an older gpudash that marked no project" in stderr
+    assert len(retired) == 13 and len([n for n in _dashboards(client) if n.startswith("gpudash-other-")]) == 3
+    assert "13 alarm(s) no longer defined were written by an older gpudash that marked no project" in stderr
     assert "3 dashboard(s) no longer defined" in stderr and "delete-dashboards" in stderr
     assert "--tags Key=gpudash:project,Value=test" in stderr
     code, report, _ = apply("--prune")
@@ -172,7 +172,7 @@ def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or
     for settings in (east, west, more):
         assert apply("--config", settings)[0] == 0
     published = (_all_alarms(client), _dashboards(client))
-    assert len(published[1]) == 12 and len(published[0]) == 36
+    assert len(published[1]) == 12 and len(published[0]) == 39
     for settings in (west, more):
         code, stdout, stderr = cli("plan", "--no-grafana", "--config", settings)
         assert code == 0 and "delete" not in stdout
@@ -232,14 +232,14 @@ def test_a_file_whose_cluster_list_passes_a_tags_length_keeps_its_alarms_from_an
     b = _settings(tmp_path, "b", "project: fleet\nclusters:\n  - {name: team-b, region: us-east-1}\n")
     assert apply("--config", a)[0] == 0 and apply("--config", b)[0] == 0
     a_alarms = [n for n in _paged_alarms(client) if "ml-training" in n]
-    assert len(a_alarms) == 48
+    assert len(a_alarms) == 52
     code, report, stderr = apply("--prune", "--allow-mass-prune", "--config", b)  # (no guard hides a wrong delete)
     assert code == 0, stderr
     assert [n for n in _paged_alarms(client) if "ml-training" in n] == a_alarms
     code, report, stderr = apply("--prune", "--allow-mass-prune", "--config", fewer)
     assert code == 0, stderr
     left = [n for n in _paged_alarms(client) if "ml-training" in n]
-    assert len(left) == 36 and not any(long[3] in n for n in left)
+    assert len(left) == 39 and not any(long[3] in n for n in left)
 
 
 def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_others(aws, published, tmp_path):
@@ -258,14 +258,14 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
     assert _fleet_alarm_marks(client)[1] == "team-a"
     changed = "gpudash-team-a-xid-error-critical"
     unrecorded = {n: alarm for n, alarm in alarms(client).items() if n.startswith("gpudash-team-a-") and n != changed}
-    assert changed in alarms(client) and len(unrecorded) == 11
+    assert changed in alarms(client) and len(unrecorded) == 12
     for name, alarm in unrecorded.items():
         _written_before_marks(client, name, None, alarm["AlarmArn"])
     before = _paged_alarms(client)
     code, report, stderr = apply("--prune", "--allow-mass-prune", "--config", b)  # (no guard hides a wrong delete)
     assert code == 0 and report["written"] == [], stderr
     assert _paged_alarms(client) == before
-    assert "12 alarm(s) of project 'fleet' not defined here were published by other settings" in stderr, stderr
+    assert "13 alarm(s) of project 'fleet' not defined here were published by other settings" in stderr, stderr
 
 
 def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_file_that_did_not_write_it(
@@ -317,7 +317,7 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_
 
     assert apply("--config", settings("team-a", 5))[0] == 0
     old = [n for n in [*_paged_alarms(client), *_dashboards(client)] if "-team-a-" in n]
-    assert len(old) == 15 and _fleet_alarm_marks(client) == (5, "team-a")
+    assert len(old) == 16 and _fleet_alarm_marks(client) == (5, "team-a")
     renamed = settings("team-z", 7)
     code, stdout, stderr = cli("plan", "--no-grafana", "--config", renamed)
     assert code == 1 and re.search(r"foreign +cloudwatch alarm gpudash-fleet-fleet-idle-warning", stdout), stdout
@@ -327,7 +327,7 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_
     assert code == 1 and "gpudash-fleet-fleet-idle-warning" in report["refused"]
     assert _fleet_alarm_marks(client) == (5, "team-a") and not set(old) & set(report["written"])
     code, stdout, _ = cli("plan", "--no-grafana", "--renamed-from", "team-a", "--config", renamed)
-    assert code == 1 and "foreign" not in stdout and len(re.findall(r"delete +cloudwatch", stdout)) == 15, stdout
+    assert code == 1 and "foreign" not in stdout and len(re.findall(r"delete +cloudwatch", stdout)) == 16, stdout
     code, report, stderr = apply("--prune", "--renamed-from", "team-a", "--config", renamed)
     assert code == 0 and report["refused"] == [], stderr
     assert sorted(n for n in report["written"] if "-team-a-" in n) == sorted(old)
@@ -428,7 +428,7 @@ def test_a_rewritten_clusters_tag_or_line_transfers_no_ownership_it_is_refused(a
     client.put_dashboard(DashboardName="gpudash-other-health",
                          DashboardBody=body.replace("gpudash clusters: other`", "gpudash clusters: gpu-cluster`"))
     before = (_paged_alarms(client), _dashboards(client))
-    assert len([n for n in before[0] if n.startswith("gpudash-other-")]) == 12
+    assert len([n for n in before[0] if n.startswith("gpudash-other-")]) == 13
     code, report, stderr = apply("--prune")
     assert code == 1, stderr
     assert (_paged_alarms(client), _dashboards(client)) == before and report["written"] == []
@@ -623,7 +623,7 @@ def test_a_settings_file_split_in_two_never_prunes_the_other_files_objects(aws, 
     published("--config", whole)  # the state its apply leaves, copied after the first
     everything = (_all_alarms(client), _dashboards(client))
     beta = [n for n in everything[0] + everything[1] if "-beta-" in n]
-    assert len(beta) == 15
+    assert len(beta) == 16
     code, report, stderr = apply("--prune", "--config", a)
     assert code == 0 and not [n for n in report["written"] if "-beta-" in n], stderr
     assert "were published with clusters of which these settings define only some" in stderr
@@ -669,7 +669,7 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
     """A file of clusters alpha and beta is split into A (alpha) and B (beta); B applies, so beta's objects record
     beta alone. A, which adds gamma, says beta was renamed: A's own objects record alpha and beta, an earlier list
     of A's that beta's objects do not record, so the flag is refused (exit 2, naming beta's objects and the list
-    they record) and nothing is written; before, --prune deleted B's 15 objects. So is --removed-cluster beta
+    they record) and nothing is written; before, --prune deleted B's 16 objects. So is --removed-cluster beta
     (it deleted them too)."""
     client, apply = aws
     whole, b, a = (_settings(tmp_path, name, _clusters(*clusters)) for name, clusters in
@@ -681,7 +681,7 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
     assert code == 2 and stdout == "", stdout
     code, report, stderr = apply("--prune", "--renamed-from", "beta", "--config", a)
     assert code == 2, (report, stderr)
-    assert ("--renamed-from beta: 15 object(s) of project 'shop' recording the cluster 'beta' were last published "
+    assert ("--renamed-from beta: 16 object(s) of project 'shop' recording the cluster 'beta' were last published "
             "by settings with clusters beta, not by an earlier version of these (clusters alpha gamma; their "
             "objects record alpha beta)") in stderr, stderr
     assert "leave out --renamed-from beta" in stderr
@@ -689,7 +689,7 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
     # --removed-cluster beta is no more the user's word: beta's objects record beta alone, none of A's clusters
     code, report, stderr = apply("--prune", "--removed-cluster", "beta", "--config", a)
     assert code == 2, (report, stderr)
-    assert ("--removed-cluster beta: 15 object(s) of project 'shop' recording the cluster 'beta' were last "
+    assert ("--removed-cluster beta: 16 object(s) of project 'shop' recording the cluster 'beta' were last "
             "published by settings with clusters beta, none of which these settings define") in stderr, stderr
     assert (_all_alarms(client), _dashboards(client)) == everything
 
@@ -697,12 +697,12 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
 def test_two_files_sharing_a_cluster_do_not_take_turns_rewriting_its_objects(aws, tmp_path):
     """Two settings files of the project that both define beta, each with a cluster the other does not (alpha and
     beta, beta and gamma): beta's objects record the file that wrote them first, and later applies of either file
-    write nothing, as they did before clusters were re-recorded (each apply used to rewrite beta's 15 objects)."""
+    write nothing, as they did before clusters were re-recorded (each apply used to rewrite beta's 16 objects)."""
     client, apply = aws
     a, b = (_settings(tmp_path, name, _clusters(*clusters)) for name, clusters in (("a", ("alpha", "beta")),
                                                                                   ("b", ("beta", "gamma"))))
     code, report, stderr = apply("--config", a)
-    assert code == 0 and len(report["written"]) == 30, stderr
+    assert code == 0 and len(report["written"]) == 32, stderr
     code, report, stderr = apply("--config", b)  # gamma's objects; beta's are as generated, recording A's list
     assert code == 0 and sorted(report["written"]) == sorted(n for n in _all_alarms(client) + _dashboards(client)
                                                               if "-gamma-" in n), stderr

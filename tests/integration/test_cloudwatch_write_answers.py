@@ -27,9 +27,9 @@ def test_writes_answered_200_with_an_error_body_are_failures(proxied):
     code, report, stderr = apply()
     assert code == 3 and "Traceback" not in stderr
     assert alarms(client) == {} and _dashboards(client) == []
-    assert "15 of 15 writes failed; 0 were published" in stderr
+    assert "16 of 16 writes failed; 0 were published" in stderr
     errors = {item["name"]: item["error"] for item in report["failed"]}
-    assert len(errors) == 15 and report["written"] == []
+    assert len(errors) == 16 and report["written"] == []
     assert "an error, InternalFailure: oops" in errors["gpudash-gpu-cluster-health"]
     assert "an error, ThrottlingException: Rate exceeded" in errors["gpudash-gpu-cluster-gpu-idle-warning"]
 
@@ -45,7 +45,7 @@ def test_deletes_answered_200_with_an_error_body_are_failures(proxied, published
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before
-    assert report["written"] == [] and len(report["failed"]) == 15
+    assert report["written"] == [] and len(report["failed"]) == 16
     assert all(other_cluster(item["name"]) for item in report["failed"])
 
 
@@ -400,12 +400,12 @@ def test_a_tag_listing_that_leaves_out_owned_alarms_no_longer_defined_does_not_l
     assert code == 0 and "Traceback" not in stderr, (code, stderr)
     assert arns - answered, "the listing left out none of the alarms to prune"
     assert [name for name in alarms(client) if other_cluster(name)] == [], sorted(alarms(client))
-    assert len(alarms(client)) == 12
+    assert len(alarms(client)) == 13
 
 
 ENDING_EARLY = {  # listing: (the request asking for it, its items' key, each item's name key, what the failure says)
     "alarms": ({"operation": "DescribeAlarms", "contains": b"AlarmNamePrefix"}, "MetricAlarms", "AlarmName",
-               "leaving out 12 that DescribeAlarms by name reads (gpudash-other-"),
+               "leaving out 13 that DescribeAlarms by name reads (gpudash-other-"),
     "dashboards": ({"operation": "ListDashboards"}, "DashboardEntries", "DashboardName",
                    "leaving out 3 that GetDashboard reads (gpudash-other-"),
     # the listing of every name alone ends early: the cluster's own listing holds the three read by name too (said once)
@@ -493,9 +493,9 @@ def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(pr
                  fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS))
     code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", config)
     assert code == 3 and "Traceback" not in stderr and "internal error" not in stderr
-    assert len(report["written"]) == 3 and len(report["failed"]) == 15
+    assert len(report["written"]) == 3 and len(report["failed"]) == 16
     assert all("still there" in item["error"] for item in report["failed"])
-    assert sum(other_cluster(n) for n in [*alarms(client), *_dashboards(client)]) == 15
+    assert sum(other_cluster(n) for n in [*alarms(client), *_dashboards(client)]) == 16
 
 
 def test_plan_stops_at_its_deadline(proxied, cli, deadline_clock):
@@ -805,7 +805,7 @@ def test_an_alarm_listing_that_leaves_out_a_defined_alarm_fails_a_prune_instead_
                       callback=listing))
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr, stderr
-    count = "24" if how == "none" else "1"  # none: the alarms defined, and the other cluster's the tag listing shows
+    count = "26" if how == "none" else "1"  # none: the alarms defined, and the other cluster's the tag listing shows
     assert f"leaving out {count} that DescribeAlarms by name reads (" in stderr, stderr
     assert how == "none" or f"reads ({dropped}), in " in stderr, stderr
     assert "what --prune would delete cannot be read" in stderr, stderr

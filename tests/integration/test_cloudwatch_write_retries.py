@@ -492,7 +492,7 @@ def test_an_object_another_publisher_writes_between_two_attempts_is_not_listed_a
     code, report, stderr = apply()
     name = NAME if kind == "alarm" else DASHBOARD
     assert rule.times == 0 and code == 0 and report["failed"] == [], (report["failed"], stderr)
-    assert name not in report["written"] and len(report["written"]) == 14, report["written"]
+    assert name not in report["written"] and len(report["written"]) == 15, report["written"]
     if kind == "alarm":
         assert alarms(client)[NAME]["Threshold"] == 87.0
     else:
