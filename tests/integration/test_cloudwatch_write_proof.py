@@ -88,12 +88,12 @@ def test_deletes_answered_but_not_made_are_failures(proxied, published, project_
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before
-    assert report["written"] == [] and len(report["failed"]) == 15
+    assert report["written"] == [] and len(report["failed"]) == 16
     assert all(other_cluster(item["name"]) and "read back twice, 1 s apart, the" in item["error"]
                and "is still there" in item["error"] for item in report["failed"])
     fresh(proxy)
     code, report, _ = apply("--prune", "--removed-cluster", "other")
-    assert code == 0 and len(report["written"]) == 15
+    assert code == 0 and len(report["written"]) == 16
     assert not [name for name in alarms(client) if other_cluster(name)]
     assert not [name for name in _dashboards(client) if other_cluster(name)]
 

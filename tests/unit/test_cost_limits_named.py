@@ -110,16 +110,16 @@ def test_queries_past_10000_metrics_name_alarms_and_widgets_per_range(bundled):
 
 
 def test_metrics_insights_alarms_past_200_in_a_region(bundled):
-    """The bundled project makes 11 Metrics Insights alarms per cluster (the agent alarm, grouped by
-    kube-state-metrics pod, among them; the cluster's data-missing alarm is metric math): 18 clusters in its one
-    Region are 198, 19 are 209."""
+    """The bundled project makes 12 Metrics Insights alarms per cluster (the agent alarm, grouped by
+    kube-state-metrics pod, and the GPU stopped reporting alarm per node among them; the cluster's data-missing alarm
+    is metric math): 16 clusters in its one Region are 192, 17 are 204."""
     project, artifacts = bundled
     per_cluster = sum(1 for a in artifacts.alarms if any(str(m.get("Expression", "")).startswith("SELECT")
                                                          for m in a.request.get("Metrics", [])))
-    assert per_cluster == 11
-    assert not [n for n in _notes(bundled, pods=100, clusters=18) if "Region" in n]
-    note = _one(_notes(bundled, pods=100, clusters=19), "Metrics Insights alarms in a Region")
-    assert note.startswith("209 Metrics Insights alarms") and "the quota is 200 per Region" in note, note
+    assert per_cluster == 12
+    assert not [n for n in _notes(bundled, pods=100, clusters=16) if "Region" in n]
+    note = _one(_notes(bundled, pods=100, clusters=17), "Metrics Insights alarms in a Region")
+    assert note.startswith("204 Metrics Insights alarms") and "the quota is 200 per Region" in note, note
 
 
 def test_the_add_on_s_queries_are_counted_and_its_fleet_values_not_said_to_read_readings(tmp_path):
