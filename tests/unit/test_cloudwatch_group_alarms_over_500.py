@@ -51,6 +51,8 @@ STORIES = {
     "uncorrectable-rows-warning": ("whole", BREACHING_GPU),
     "xid-error-critical": ("whole", BREACHING_GPU),
     "gpu-data-missing-per-node-critical": ("nodes", (("node", "node-504"),)),
+    # 505 nodes of two GPUs, the last one's GPU 0 lost all along (a hole below its highest index)
+    "gpu-stopped-reporting-critical": ("holes", (("node", "node-504"),)),
     # 520 kube-state-metrics pods in the agent's reach, the last answering under half its scrapes
     "gpu-data-missing-agent-critical": ("ksm", (("kube_state_metrics_pod", "monitoring/kube-state-metrics-519"),)),
 }
@@ -130,6 +132,13 @@ def _points(story: str, hot: frozenset[int], alone: str | None = None):
         scrapes = [Scrape(float(t), "" if n in hot and (t // STEP) % 5 >= 2 else page, pods[n])
                    for t in range(start, END, STEP) for n in range(KSM_PODS)]
         return Agent(config, job, others=[ksm_job], only=reads).run(scrapes)
+    if story == "holes":  # 505 nodes of two GPUs each: one of `hot` serves GPU 1 alone (DCGM lost GPU 0)
+        targets = exporter_targets(job, 505)
+        page = lambda n: "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n" + "".join(
+            f'DCGM_FI_DEV_GPU_TEMP{{gpu="{g}",UUID="GPU-{n}-{g}",device="nvidia{g}",modelName="NVIDIA A100",'
+            f'Hostname="node-{n}"}} 60\n' for g in range(2) if not (g == 0 and n in hot))
+        scrapes = [Scrape(float(t), page(n), targets[n]) for t in range(start, END, STEP) for n in range(505)]
+        return Agent(config, job, only=reads).run(scrapes)
     if story == "nodes":  # 505 nodes of one GPU each: the last serves no DCGM series (its host engine lost)
         targets = exporter_targets(job, 505)
         page = lambda n: (f'# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-{n}-0",'
@@ -163,8 +172,8 @@ def test_past_500_series_the_order_by_keeps_the_breaching_series(name):
     the 500 evaluated and alone in ALARM; without one the model's first 500 leave it out and the alarm reads OK."""
     story, breaching = STORIES[name]
     request = _requests()[name]
-    points = _points(story, frozenset({LAST} if story == "whole" or story == "mig" else {504} if story == "nodes"
-                                      else {KSM_PODS - 1}))
+    points = _points(story, frozenset({LAST} if story == "whole" or story == "mig" else {504}
+                                      if story in ("nodes", "holes") else {KSM_PODS - 1}))
     states = cloudwatch_eval.alarm(request, points, END)
     assert len(states) == 500, len(states)
     assert {key for key, state in states.items() if state == "ALARM"} == {breaching}, (states.get(breaching))
