@@ -29,6 +29,7 @@ a setting is judged with the names the sets derived from it add.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
@@ -54,9 +55,11 @@ OLD_WORKLOAD = ("pod_name", "pod_namespace", "container_name")  # WORKLOAD as --
 UUID_LABELS = ("UUID", "uuid")  # the label the exporter writes a GPU's UUID under, and with --use-old-namespace
 
 
+@lru_cache(maxsize=64)
 def uuid_label(workload: tuple[str, ...]) -> str:
     """The label the exporter writes a physical GPU's UUID under, from the labels the settings read the workload
-    from: `uuid` with --use-old-namespace (which also names the workload labels pod_name, ...), `UUID` otherwise."""
+    from: `uuid` with --use-old-namespace (which also names the workload labels pod_name, ...), `UUID` otherwise.
+    Asked some 2,800 times a build (Labels.uuid, for every series a query names): kept for each set of labels."""
     return UUID_LABELS[1] if {label.removeprefix("exported_") for label in workload} & set(OLD_WORKLOAD) else \
         UUID_LABELS[0]
 
