@@ -15,7 +15,10 @@ The alert is judged through its sums: its terms (one a kind, `(sums >= N) or ...
 threshold N, and the sums form is the alert with its last comparison made one every sum passes, so in either form the
 alert is the sums form filtered by `>= N`, whatever the samples (_alert_is_its_sums_compared): where the sums give the
 same series and values, so does the alert. Its own evaluation (a third of promtool's 46 CPU-s) compared nothing
-more."""
+more. An earlier period's flags are the latest period's read that many periods back (_read_periods_back: its
+subqueries offset, nothing outside them reading a series or the time), so the latest period's flags, compared at
+every evaluation and at 0 (every evaluation is a whole number of periods after one of those), judge every period's;
+the seven earlier periods' own evaluations (14 of the 16 flags) compared them again."""
 
 from __future__ import annotations
 
@@ -137,6 +140,42 @@ def _alert_is_its_sums_compared(alert: str) -> None:
     assert sums == " or ".join([*terms[:-1], terms[-1][:-len(f" >= {threshold})")] + " >= -1000000)"])
 
 
+PERIOD = 300  # seconds: the idle alarm's period (thresholds.idle_minutes), its readings a subquery at the rule's step
+READINGS = "[5m:5s]"
+
+
+def _outside_subqueries(expr: str) -> str:
+    """`expr` with the body of each period's subquery (`(...)[5m:5s]`) written `(...)`."""
+    spans, at = [], expr.find(")" + READINGS)
+    while at != -1:
+        depth, begin = 0, at
+        while True:
+            depth += {")": 1, "(": -1}.get(expr[begin], 0)
+            if not depth:
+                break
+            begin -= 1
+        spans.append((begin, at + 1))
+        at = expr.find(")" + READINGS, at + 1)
+    text, last = "", 0
+    for begin, end in sorted(spans):
+        if begin >= last:
+            text, last = text + expr[last:begin] + "(...)", end
+    return text + expr[last:]
+
+
+def _read_periods_back(latest: str, earlier: str, periods: int) -> None:
+    """`earlier` (a period's flag) is `latest` (the latest period's) with each of its subqueries offset `periods`
+    periods, and nothing outside them reads a series or the time: at any instant t it is `latest` at t minus that
+    many periods, so the two forms' earlier flags agree wherever their latest flags agree at those instants
+    (every evaluation compared is some evaluation compared, or a period and more before it, the history's start:
+    before it, neither form's flag reads anything)."""
+    back = f" offset {PERIOD // 60 * periods}m" if periods else ""
+    assert earlier == latest.replace(f"{READINGS})", f"{READINGS}{back})"), periods
+    outside = _outside_subqueries(latest)
+    assert outside.count(READINGS) == latest.count(READINGS) > 0  # no subquery inside another
+    assert not re.search(r"DCGM_|\{|\btime\(|@|offset|\[(?!5m:5s\])", outside), outside
+
+
 def test_the_flags_by_sign_are_the_ratios_flags_on_a_messy_fleet(project, tmp_path, monkeypatch):
     alarm = next(a for a in project.alarms if a.id == "gpu-idle")
     catalog, settings = project.catalog, project.settings
@@ -155,16 +194,24 @@ def test_the_flags_by_sign_are_the_ratios_flags_on_a_messy_fleet(project, tmp_pa
     _alert_is_its_sums_compared(before)
     _alert_is_its_sums_compared(now)
     forms = [("sums", ([{"expr": _every_sum(before)}], [{"expr": _every_sum(now)}]))]
-    for kind, period in sorted(set(read), key=lambda one: (str(one[0]), one[1])):
-        old = f"({period_value(alarm, catalog, settings, period, kind)} {compare} bool {number(threshold)})"
-        new = f"({period_sign(alarm, catalog, settings, period, kind, threshold)} {compare} bool 0)"
-        forms.append((f"{kind}-{period}", ([{"expr": old}], [{"expr": new}])))
-    assert len(forms) == 1 + 16
+    def flags(period, kind) -> tuple[str, str]:
+        return (f"({period_value(alarm, catalog, settings, period, kind)} {compare} bool {number(threshold)})",
+                f"({period_sign(alarm, catalog, settings, period, kind, threshold)} {compare} bool 0)")
+    assert sorted(set(read), key=str) == sorted(((kind, period) for kind in kinds for period in range(8)), key=str)
+    for kind, period in set(read):  # each earlier period's flags: the latest period's, read that many periods back
+        for latest, earlier in zip(flags(0, kind), flags(period, kind)):
+            _read_periods_back(latest, earlier, period)
+    forms += [(f"{kind}-0", ([{"expr": old}], [{"expr": new}])) for kind in kinds for old, new in [flags(0, kind)]]
+    assert len(forms) == 1 + 2
     monkeypatch.setattr(messy_history, "_value", _near_the_level(messy_history._value))
     metrics = set(re.findall(r"\b(DCGM_[A-Z0-9_]+)\b", json.dumps(forms)))
     series = messy_history.input_series(_own_pods(messy_history.history(REPLICAS, SCRAPES, metrics)))
     end = (SCRAPES - 1) * messy_history.SCRAPE // EVERY * EVERY
     content = messy_history.differential(forms, EVERY, end, [series])
+    # the latest period's flags at 0 too: an earlier period's at the evaluation that many periods later
+    (test,) = content["tests"]
+    test["promql_expr_test"].insert(0, {**test["promql_expr_test"][0], "eval_time": "0s"})
+    assert test["promql_expr_test"][1]["eval_time"] == f"{EVERY}s" and PERIOD % EVERY == 0
     # the alert need not fire within the history (it is judged through its sums): its sums and each flag must give
     # something
     assert messy_history.differential_failures(content, EVERY, tmp_path) == ""
