@@ -1,0 +1,143 @@
+"""The GPU stopped reporting rule's CloudWatch alarm (agent.pipeline: otel) on stories its twin's tests do not tell.
+
+Each story is a node's exporter pages (30 s scrapes) fed to the agent model on the generated collector configuration
+(tests/support/cloudwatch_otel.py) and judged by CloudWatch's documented semantics (tests/support/cloudwatch_eval.py)
+at every minute from 1 to 92, the evaluation range three periods as the twin's CloudWatch test judges it:
+
+- node-n: GPU 1 of four never reports (an exporter run with a --devices subset, a GPU DCGM does not support, or one
+  lost before the node booted): the alarm names the node from minute 6 for as long as the node runs; the Prometheus
+  twin never fires (the GPU had no reading within its hour). A strict xfail with the twin's truth.
+- node-o: an exporter rollout, the old and the new exporter pod both scraped for two minutes, the new one's DCGM
+  answering GPUs 1 and 2 blank at its first four scrapes: never.
+- node-p: GPU 0 of eight stops at minute 30: from minute 40, as the twin.
+- node-q: GPU 0 of four stops at minute 31 (not on a period's edge): from minute 41, as the twin.
+- node-r: the only GPU of its node stops: neither (no other GPU vouches for the exporter).
+- node-s: every GPU idle (no pod label on any series), one with DCGM's blank at one scrape in every five: never.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from generator.stopped_gpus import UNREAD
+from tests.integration.test_gpu_stopped_reporting import BLANK, STEP
+from tests.support import cloudwatch_eval
+from tests.support.agent_points import AGENT_FILE
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import discovered, target_labels
+
+RANGE = 3
+STEPS = 186  # 93 minutes of 30 s scrapes
+MINUTES = tuple(range(1, 93))
+ALL_ALONG = set(MINUTES)
+
+
+def _line(node: str, gpu: int, value: float, pod: bool = True) -> str:
+    labels = {"gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}", "device": f"nvidia{gpu}",
+              "modelName": "NVIDIA A100-SXM4-80GB", "Hostname": node}
+    if pod and gpu == 0:
+        labels |= {"namespace": "ml", "pod": f"train-{node}", "container": "main"}
+    text = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    return f"DCGM_FI_DEV_GPU_TEMP{{{text}}} {value:.0f}"
+
+
+def _page(node: str, gpus: dict[int, float], pod: bool = True) -> str:
+    return "\n".join(["# TYPE DCGM_FI_DEV_GPU_TEMP gauge", *(_line(node, g, v, pod) for g, v in gpus.items())]) + "\n"
+
+
+def _pages(k: int) -> list[tuple[str, str, str]]:
+    """(node, exporter pod suffix or "", page) of each target scraped at scrape `k`."""
+    pages = [("node-n", "", _page("node-n", {0: 40, 2: 42, 3: 43}))]
+    old, new = k < 64, k >= 60  # node-o: the new exporter pod from minute 30, the old one's last scrape at 31.5
+    if old:
+        pages.append(("node-o", "", _page("node-o", {g: 40 + g for g in range(4)})))
+    if new:
+        warm = k < 64
+        pages.append(("node-o", "x2", _page("node-o", {g: BLANK if warm and g in (1, 2) else 40 + g
+                                                       for g in range(4)})))
+    pages.append(("node-p", "", _page("node-p", {g: 40 + g for g in range(8) if not (g == 0 and k >= 60)})))
+    pages.append(("node-q", "", _page("node-q", {g: 40 + g for g in range(4) if not (g == 0 and k >= 62)})))
+    if k < 60:
+        pages.append(("node-r", "", _page("node-r", {0: 40})))
+    else:  # its only GPU lost: the exporter serves a page without DCGM series
+        pages.append(("node-r", "", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"))
+    pages.append(("node-s", "", _page("node-s", {g: BLANK if g == 1 and k % 5 == 0 else 40 + g for g in range(4)},
+                                      pod=False)))
+    return pages
+
+
+def _target(job: dict, node: str, pod: str) -> dict[str, str]:
+    labels = target_labels(job, node)
+    if not pod:
+        return labels
+    meta = {"__address__": f"10.9.0.{len(node)}:9400", "__meta_kubernetes_namespace": "gpu-operator",
+            "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{pod}", "__meta_kubernetes_pod_node_name": node,
+            "__meta_kubernetes_pod_container_port_number": "9400",
+            "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
+            "__meta_kubernetes_pod_controller_kind": "DaemonSet",
+            "__meta_kubernetes_pod_label_controller_revision_hash": "6f9b8c7d5e",
+            "__meta_kubernetes_pod_label_app_kubernetes_io_name": "dcgm-exporter"}
+    other = discovered(job, meta)
+    assert other.get("node") == labels.get("node") == node and other["instance"] != labels["instance"]
+    return other
+
+
+@pytest.fixture(scope="module")
+def judged():
+    """({node: the minutes the alarm names it}, the agent's datapoints)."""
+    files = encode(build(load_project(), grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = [Scrape(float(k * STEP), page, _target(job, node, pod))
+               for k in range(STEPS) for node, pod, page in _pages(k)]
+    points = Agent(config, job).run(scrapes)
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if "stopped-reporting" in a["Request"]["AlarmName"]]
+    fired: dict[str, set[int]] = {}
+    for minute in MINUTES:
+        for key, state in cloudwatch_eval.alarm(request, points, minute * 60, evaluation_range=RANGE).items():
+            if state == "ALARM":
+                fired.setdefault(dict(key)["node"], set()).add(minute)
+    return fired, points
+
+
+def _unread(points, node: str) -> set[float]:
+    return {p.value for p in points if p.metric == UNREAD and p.dims()["node"] == node}
+
+
+def test_a_lost_gpu_of_eight_and_one_lost_off_a_periods_edge_fire_and_when(judged):
+    """GPU 0 of eight lost at minute 30: the alarm from minute 40, as the twin (10 minutes without a reading). GPU 0
+    of four lost at 31: the alarm from 41 too (its periods end at each evaluation), as the twin."""
+    fired, points = judged
+    assert _unread(points, "node-p") == {0.0, 1.0}
+    assert min(fired["node-p"]) == 40 and fired["node-p"] == set(range(40, 93))
+    assert min(fired["node-q"]) == 41 and fired["node-q"] == set(range(41, 93))
+
+
+def test_an_exporter_rollout_a_node_with_one_gpu_and_idle_gpus_with_blanks_do_not_fire(judged):
+    fired, points = judged
+    assert 2.0 in _unread(points, "node-o")  # the new exporter's first scrapes: GPUs 1 and 2 blank
+    assert 3.0 in _unread(points, "node-s") or 0.0 in _unread(points, "node-s")
+    assert not fired.get("node-o") and not fired.get("node-r") and not fired.get("node-s"), fired
+
+
+def test_a_gpu_no_one_saw_report_fires_the_alarm_all_along(judged):
+    """What the alarm does where the twin is silent: the hole of a GPU never read (an exporter run with a --devices
+    subset, a GPU DCGM does not support, one lost before boot) names the node from its sixth minute on (the
+    first period holding its first scrapes alone), for as long as the node runs."""
+    fired, points = judged
+    assert _unread(points, "node-n") == {1.0}
+    assert fired["node-n"] == set(range(6, 93))
+
+
+@pytest.mark.xfail(strict=True, reason="a GPU below the node's highest index that never reported (a --devices subset, "
+                                       "a GPU DCGM does not support, one lost before boot) is a hole at every scrape: "
+                                       "the alarm names its node from minute 6 for as long as the node runs, where "
+                                       "the twin never fires (no reading within its hour)")
+def test_a_gpu_no_one_saw_report_fires_as_the_twin(judged):
+    fired, _ = judged
+    assert not fired.get("node-n")
