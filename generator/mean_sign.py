@@ -3,8 +3,9 @@
 A period's mean is the sum S of its readings over their count C. Written as a ratio, `sum_over_time(sum(Z)[..])
 / sum_over_time(count(Z)[..])`, PromQL evaluates the step's reading Z twice (it has no `let`, and no operator gives
 more series than its larger operand, so a step's vector cannot be copied without evaluating it again). Here only the
-cheaper part of a per-pod step is read twice: the pods named on each GPU (`marked_twice`: one copy marked
-STAT_LABEL "s", one "c"), joined to the GPU's reading (read once); after the per-row merge each row's reading is raised
+cheapest part of a per-pod step is read twice: the pods' namings on the GPUs with a reading at the step, before they
+are judged (`marked_twice`: one copy marked STAT_LABEL "s", one "c"; the judgements, which keep or drop each naming
+by its own labels, read once), joined to the GPU's reading (read once); after the per-row merge each row's reading is raised
 to 1 on "s" (the reading itself) and to 0 on "c" (1: Go's math.Pow(x, 0) is 1 for every x), so one sum per step and
 one sum_over_time give S (on "s", the same additions in the same order as the ratio's sum) and C (on "c"). The level t
 is compared through the sign of S - t*C (`signed`: one sum of S * 1 and C * -t per group), which is exactly that of
@@ -49,8 +50,8 @@ def _marked(expr: str, stat: str) -> str:
 
 
 def marked_twice(named: str) -> str:
-    """The pods named on each GPU (`named`, one series per pod and GPU), once for the sum ("s") and once for the count
-    ("c"): the rows a step's reading is joined to."""
+    """The pods' namings on the GPUs (`named`), once for the sum ("s") and once for the count ("c"): what the rows a
+    step's reading is joined to are made of (promql._Device._named_on)."""
     return f"({_marked(named, 's')} or {_marked(named, 'c')})"
 
 

@@ -295,7 +295,7 @@ class _Device:
     anywhere: list[list[str]] | None = None
     # with `anywhere`: the node variable's matchers (no workload's), of the copies placing a GPU on the node (on_node)
     placing: list[list[str]] | None = None
-    # a rule's mean compared by sign (mean_sign): the pods named at a step read twice, marked for the sum and the
+    # a rule's mean compared by sign (mean_sign): the pods' namings at a step read twice, marked for the sum and the
     # count; any reading not made of such rows is refused (NotCombined), so that no row goes unmarked
     marked: bool = False
 
