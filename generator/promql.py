@@ -577,7 +577,7 @@ class _Device:
         (the join on `slot`), and each judgement keeps or drops a naming series by its own labels, so the same rows
         are joined, and the look-back's pods are read on about one step in six (a 30 s scrape at 5 s steps), not at
         every step. Marked for a mean's sum and count (mean_sign), those namings are read twice, each judgement and
-        the naming once (the idle rule 1.08 -> 0.64 s of Prometheus CPU an evaluation at 66 GPUs:
+        the naming once (the idle rule 1.12 -> 0.67 s of Prometheus CPU an evaluation at 66 GPUs:
         docs/performance.md)."""
         named = _raw(metric, self.anywhere or self.scoped, extra, f"present_over_time({{}}[{self.lookback}])")
         on = f"on ({_listed((*self._pod_keys(), *COPY_LABELS))})"
