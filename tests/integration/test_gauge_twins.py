@@ -30,8 +30,8 @@ from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Datapoint, Scrape, agent_config
 from tests.support.container_insights_addon import DECLARATIONS, NAMESPACE
 from tests.support.dcgm_fleet import target_labels
-from tests.support.promtool_rules import (alert_rule, expected_alert, joins_across_stories, promtool_test, rule_groups,
-                                          shifted_later, value_text)
+from tests.support.promtool_rules import (STORY_OWN, alert_rule, expected_alert, joins_across_stories, promtool_test,
+                                          rule_groups, shifted_later, value_text)
 
 STEP = 30
 BLANK = 9223372036854775794
@@ -436,10 +436,10 @@ def _go_duration(seconds: int) -> str:
 def _prometheus_case(story: Story, mark: str = "") -> tuple[list, dict]:
     """The story as promtool input series (each distinct source one series, as stored: the scrape job adds node and
     instance) and its expected alert labels at each evaluation ({time: labels or None}). `mark` is appended to every
-    namespace, node and GPU UUID the story names, so that stories judged in one promtool run share no alert and no
+    namespace, node, GPU UUID and exporter target the story names, so that stories judged in one promtool run share no alert and no
     GPU (a GPU is its UUID: two stories' GPU-1 would be one GPU's copies)."""
     def marked(text: str) -> str:
-        return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}{mark}"', text)
+        return re.sub(rf'\b({"|".join(STORY_OWN)})="([^"]*)"', lambda m: f'{m[1]}="{m[2]}{mark}"', text)
 
     values: dict[Source, list[str]] = {}
     for k in range(story.scrapes):

@@ -342,7 +342,7 @@ def joins_across_stories(exprs: list[str]) -> bool:
             joins.append((matching.type == promql_parser.LabelModifierType.Exclude, set(matching.labels)))
     for expr in exprs:
         walk(parse(expr), visit, lambda node: None)
-    return any(ignoring or not named & {GPU_LABEL, UUID_KEY, "namespace", "node", "UUID"} for ignoring, named in joins)
+    return any(ignoring or not named & {GPU_LABEL, UUID_KEY, *STORY_OWN} for ignoring, named in joins)
 
 
 def reads_series(node) -> bool:
@@ -374,14 +374,20 @@ def reads_across_series(expr: str) -> bool:
     return bool(found)
 
 
+# The labels each story of a promtool run has its own value of (stories_own): a join matching on one of them matches no
+# story's series with another's. The exporter target (`instance`) too: panels weigh a GPU's copies by their target's age.
+STORY_OWN = ("namespace", "node", "UUID", "instance")
+
+
 def stories_own(text: str, k: int) -> str:
-    """`text` (a series or an expected line) with story k's own namespace, node and GPU UUID (a GPU is its UUID)."""
-    return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-s{k}"', text)
+    """`text` (a series or an expected line) with story k's own namespace, node, GPU UUID (a GPU is its UUID) and
+    exporter target."""
+    return re.sub(rf'\b({"|".join(STORY_OWN)})="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-s{k}"', text)
 
 
 def join_operand(expr: str, at: int) -> str:
     """The operand that starts at `at` (spaces skipped): an aggregation `op by (labels) (...)` or a parenthesis."""
-    head = re.match(r"\s*(?:\w+ by \([^)]*\) )?", expr[at:])
+    head = re.match(r"\s*(?:\w+ ?by ?\([^)]*\) ?)?", expr[at:])  # (panels' text is packed: `max by(l)(`)
     depth, start = 0, at + head.end()
     for end in range(start, len(expr)):
         depth += {"(": 1, ")": -1}.get(expr[end], 0)
@@ -401,9 +407,9 @@ def without_joins_kept_apart(expr: str) -> str:
         operand = join_operand(expr, match.end())
         if match[1] == "on" and not match[2].strip():
             return not set(re.findall(r"[A-Za-z_]\w*", operand)) - {"vector", "scalar", "floor", "round", "time"}
-        by = re.match(r"\s*\w+ by \(([^)]*)\)", operand)
+        by = re.match(r"\s*\w+ ?by ?\(([^)]*)\)", operand)
         ignored = {label.strip() for label in match[2].split(",")}
-        return match[1] == "ignoring" and not ignored & {GPU_LABEL, "namespace", "node", "UUID"} and bool(by) \
+        return match[1] == "ignoring" and not ignored & {GPU_LABEL, *STORY_OWN} and bool(by) \
             and GPU_LABEL in {label.strip() for label in by[1].split(",")}
     return re.sub(r"\b(on|ignoring)\s*\(([^)]*)\)", lambda m: "" if kept_apart(m) else m[0], expr)
 
