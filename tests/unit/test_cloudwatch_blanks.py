@@ -24,6 +24,7 @@ from generator.artifacts import build
 from generator.model import Query
 from generator.output import encode
 from generator.project import load_project
+from generator.stopped_gpus import UNREAD
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, widgets
@@ -134,7 +135,8 @@ def test_the_filter_drops_exactly_the_blank_readings(otel_fleet):
     assert sorted((name, labels["namespace"], labels["pod"]) for name, labels, _ in agent.dropped
                   if name.startswith("gpudash.pod.")) == [
         ("gpudash.pod.sum.DCGM_FI_DEV_POWER_USAGE", paused.namespace, paused.pod)] * len(PAUSE)
-    assert all(name.startswith(("DCGM_", "kube_")) or name == "scrape_samples_post_metric_relabeling"
+    # (and each node's count of GPUs unread below its highest index, the stopped-GPU alarm's)
+    assert all(name.startswith(("DCGM_", "kube_")) or name in ("scrape_samples_post_metric_relabeling", UNREAD)
                for name in agent.exported)
     assert dropped == {
         ("DCGM_FI_DEV_GPU_TEMP", *map(str, NEVER_READ), float(NOT_SUPPORTED)),
