@@ -1489,7 +1489,7 @@ def test_no_retired_alarm_is_deleted_after_a_console_edit_made_while_its_tag_rea
 
     fresh(proxy)
     proxy.inject(DescribedNames(named))
-    waits = at_every_wait(monkeypatch, deadline_clock, person)
+    waits = at_every_wait(monkeypatch, deadline_clock, person, alarms_only=True)
     code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
     assert "Traceback" not in stderr and sum(waits) >= 3.0, (stderr, waits)  # 12 tag reads at 3 a second
     assert [n for n in edited if n not in alarms(client)] == [], f"{edited} deleted after a person edited it"
@@ -1520,7 +1520,7 @@ def test_no_retired_alarm_is_deleted_after_a_console_edit_made_while_its_last_lo
     proxy.inject(fault(throttled, "status", status=400, naming=arn if throttled == "ListTagsForResource" else [doomed],
                        body={"__type": "ThrottlingException", "message": "Rate exceeded"},
                        callback=lambda: state.update(throttled=state["throttled"] + 1)))
-    at_every_wait(monkeypatch, deadline_clock, person)
+    at_every_wait(monkeypatch, deadline_clock, person, alarms_only=True)
     code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
     assert "Traceback" not in stderr and state["edited"], (stderr, state)
     assert doomed in alarms(client), f"{doomed} deleted after a person edited it while its look was throttled"
@@ -1550,7 +1550,7 @@ def test_an_alarm_a_person_takes_over_while_the_look_before_its_update_was_throt
                      callback=lambda: state.update(throttled=state["throttled"] + 1))
     throttle.skip = 1  # the batch's read of its one alarm passes; the look right before its write is throttled
     proxy.inject(throttle)
-    at_every_wait(monkeypatch, deadline_clock, person)
+    at_every_wait(monkeypatch, deadline_clock, person, alarms_only=True)
     code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
                                                              "critical: 87}\n")))
     assert "Traceback" not in stderr and state["taken"], (stderr, state)

@@ -293,7 +293,7 @@ def test_an_alarm_a_person_creates_while_the_previous_create_waits_its_turn_is_n
     proxy, client, apply = proxied
     order, made = CreateOrder(client), []
     proxy.inject(order)
-    waits = at_every_wait(monkeypatch, deadline_clock, _person(client, order, made))
+    waits = at_every_wait(monkeypatch, deadline_clock, _person(client, order, made), alarms_only=True)
     code, report, stderr = apply()
     assert "Traceback" not in stderr and sum(waits) >= 3.0, (stderr, waits)  # 12 creates at 3 a second
     assert code == 3
@@ -370,7 +370,8 @@ def test_an_alarm_a_person_creates_while_a_lagging_tag_read_is_read_again_is_not
 
     proxy.inject(order, Rule(path="/", operation="ListTagsForResource", action="rewrite", times=1,
                              contains=NAME.encode(), callback=lagging))
-    at_every_wait(monkeypatch, deadline_clock, _person(client, order, made, when=lambda: bool(lagged)))
+    at_every_wait(monkeypatch, deadline_clock, _person(client, order, made, when=lambda: bool(lagged)),
+                  alarms_only=True)
     code, report, stderr = apply()
     assert lagged and "Traceback" not in stderr, stderr
     _made_and_kept(client, report, made)
@@ -394,7 +395,8 @@ def test_an_alarm_a_person_creates_while_the_previous_creates_evidence_is_taken_
     proxy.inject(order, fault("DescribeAlarms", "rewrite", times=10**6, callback=threshold_lowered(NAME)),
                  Rule(path="/", operation="ListTagsForResource", action="rewrite", times=1, skip=1,
                       contains=f'{NAME}"'.encode(), callback=lagging))
-    at_every_wait(monkeypatch, deadline_clock, _person(client, order, made, when=lambda: bool(lagged)))
+    at_every_wait(monkeypatch, deadline_clock, _person(client, order, made, when=lambda: bool(lagged)),
+                  alarms_only=True)
     code, report, stderr = apply()
     assert lagged and "Traceback" not in stderr, stderr
     errors = {item["name"]: item["error"] for item in report["failed"]}
@@ -436,7 +438,7 @@ def test_an_alarm_a_person_creates_between_a_retrys_look_and_its_resend_is_not_o
 
     proxy.inject(DescribedNames(named), FirstAttempt(path="/", times=10**6, status=503,
                                                      body=b'{"__type": "ServiceUnavailable"}'))
-    at_every_wait(monkeypatch, deadline_clock, person)
+    at_every_wait(monkeypatch, deadline_clock, person, alarms_only=True)
     code, report, stderr = apply()
     assert len(failed) >= 12 and "Traceback" not in stderr, stderr
     assert [n for n in made if alarms(client)[n]["Threshold"] != 7.0] == [], f"{made} overwritten"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -252,13 +253,18 @@ class CreateOrder(Rule):
         return next((name for name in self.batch[start:] if name not in present), None)
 
 
-def at_every_wait(monkeypatch, clock, act) -> list[float]:
+def at_every_wait(monkeypatch, clock, act, alarms_only: bool = False) -> list[float]:
     """`act()` runs whenever publishing waits on the pacing clock `clock` (a person acting while gpudash waits for a
-    call's turn); the list returned gets each wait's length."""
+    call's turn); the list returned gets each wait's length. Dashboards are published beside alarms, on a thread of
+    their own and its readers: with `alarms_only`, a person acts only while the alarms' side waits, where a test of
+    alarms means them to; acting while the dashboards' side waits, they would act at any point of the alarms' work,
+    also between the last look at an alarm and its DeleteAlarms or PutMetricAlarm, where no client can see an edit
+    (CloudWatch writes and deletes unconditionally)."""
     sleep, waits = clock.sleep, []
 
     def waiting(seconds: float) -> None:
-        if seconds > 0:
+        if seconds > 0 and not (alarms_only and threading.current_thread().name.startswith(
+                ("gpudash-dashboards", "gpudash-read"))):
             act()
         waits.append(seconds)
         sleep(seconds)
