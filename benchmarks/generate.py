@@ -16,6 +16,7 @@ Run with `make bench` (or `.venv/bin/python benchmarks/generate.py`).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -156,6 +157,12 @@ def first_builds(config: Path):
     return first, after_rm
 
 
+def built(out: Path) -> str:
+    """What a build in `out` holds, as a row names it: its Grafana dashboards and CloudWatch alarms."""
+    alarms = json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]
+    return f"{len(list((out / 'grafana').glob('*.json')))} dashboards, {len(alarms)} alarms"
+
+
 def row(figure: str, value: str, anchor: str = "") -> None:
     print(f"| {figure} | {value} | {anchor} |")
 
@@ -168,7 +175,8 @@ def main() -> None:
         print("| figure | gpudash | anchor (same run) |")
         print("|---|---|---|")
         row("`gpudash --help`", str(measure([*GPUDASH, "--help"])))
-        row("`generate`, defaults (4 dashboards, 12 alarms, 1 cluster)", str(measure(generate(None, root / "b0"))))
+        defaults = measure(generate(None, root / "b0"))
+        row(f"`generate`, defaults ({built(root / 'b0')}, 1 cluster)", str(defaults))
 
         many, sdk = measure_pair(generate(configs["many dashboards"], root / "b1"),
                                  [sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk"), str(DASHBOARDS),
