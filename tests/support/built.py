@@ -30,15 +30,24 @@ def files(settings: str) -> Mapping[str, bytes]:
         return MappingProxyType(encode(build(load_project(Path(folder) / "gpudash.yaml"), grafana=False)))
 
 
-@functools.cache
+_DESIRED: dict[str, Desired] = {}  # by the settings load_project() finds, as they read (their file, folder and values)
+
+
 def _default_desired() -> Desired:
-    return desired_from(build(load_project()))
+    """The desired state of the project load_project() finds now: its settings are the test's (GPUDASH_CONFIG, the
+    working folder's gpudash.yaml, or the bundled ones), so the state is kept by them, not built once for the first."""
+    project = load_project()
+    key = repr(project.settings)
+    if key not in _DESIRED:
+        _DESIRED[key] = desired_from(build(project))
+    return _DESIRED[key]
 
 
 def default_desired() -> Desired:
-    """What publishing the bundled project writes (desired_from(build(load_project()))), built once in the test process:
-    a build of the same project gives the same every time. Each call gets its own copy of every mapping and list of it
-    (the dashboards' models, the CloudWatch bodies and alarms), so nothing one test does to them reaches another."""
+    """What publishing the project load_project() finds writes (desired_from(build(load_project()))), built once in the
+    test process for each settings: a build of the same project gives the same every time. Each call gets its own copy
+    of every mapping and list of it (the dashboards' models, the CloudWatch bodies and alarms), so nothing one test
+    does to them reaches another."""
     kept = _default_desired()
     return dataclasses.replace(kept, grafana=copy.deepcopy(kept.grafana), folder=dict(kept.folder),
                                cloudwatch_dashboards=copy.deepcopy(kept.cloudwatch_dashboards),
