@@ -505,7 +505,7 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
     from .artifacts import build
     from .console import table
-    from .cost import Fleet, estimates, load_prices
+    from .cost import Fleet, estimates, load_prices, refuse_unbounded
 
     gpu_count = pods if gpus is None else gpus
     if gpu_count == 0 and pods:
@@ -535,6 +535,8 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
         click.echo(f"warning: {warning}", err=True)
     prices = load_prices(overrides=Path(prices_file) if prices_file else None)
     result = estimates(project, fleet, prices, build(project))  # the dashboards priced are the set's
+    if prices_file:
+        refuse_unbounded(result, prices_file)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
         return

@@ -1119,6 +1119,22 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
             "rates_region": prices.get("region"), "clusters_priced_elsewhere": priced_elsewhere(project, prices)}
 
 
+def refuse_unbounded(result: dict[str, Any], where: str) -> None:
+    """An estimate whose every figure is a finite number, or InputError naming the prices file (`where`): a rate that
+    is a finite number can still make a line's product pass the largest float (a price of 1e308 for 3 dashboards),
+    which the table printed as `$inf` and `--output json` as `Infinity` (no JSON value: a parser reading it fails)."""
+    kinds = [(mode, result[mode]) for mode in ("group_by", "static") if result[mode]] + \
+        [(name, source) for name, source in result["sources"].items()]
+    for kind, figures in kinds:
+        for line in [*figures["lines"], {"item": "total", "monthly": figures["total"]}]:
+            numbers = [line.get(key) for key in ("quantity", "unit_price", "monthly")]
+            if any(isinstance(n, float) and not math.isfinite(n) for n in numbers):
+                raise InputError(f"its rates make {line['item']!r} ({kind}) no finite sum of money a month "
+                                 f"(a rate beyond any bill: the product passes the largest number the estimate holds)",
+                                 where=where, hint="give rates of a real bill, such as the bundled file's "
+                                                   "(gpudash cost without --prices)")
+
+
 def priced_elsewhere(project: Project, prices: dict[str, Any]) -> list[str]:
     """The Regions of the settings' clusters other than the one the rates are for (the price file's `region`): each
     bills at its own rates, which differ (CloudWatch Logs' ingestion among them); the estimate holds one Region's."""

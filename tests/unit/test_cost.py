@@ -742,3 +742,20 @@ def test_cost_says_which_rules_have_no_cloudwatch_alarm(project_dir, cli):
     code, stdout, _ = cli("cost", "--config", config, "--pods", "10", "--output", "json")
     assert code == 0 and [message.split(":")[0] for message in json.loads(stdout)["prometheus_only"]] == \
         ["alarm 'gpu-stopped-reporting' has no CloudWatch alarm, only its Prometheus rule"]
+
+
+@pytest.mark.parametrize("rates", [{"dashboard_month": {"price": 1e308}},
+                                   {"custom_metric_month": {"tiers": [[None, 1e307]]}}],
+                         ids=["dashboard", "custom-metric-tier"])
+def test_rates_whose_products_pass_every_number_are_refused_not_printed_infinite(cli, tmp_path, rates):
+    """A --prices rate that is a finite number can still make a line's product pass the largest float: a dashboard at
+    $1e308 a month (3 dashboards) printed `total $inf a month`, and `--output json` wrote `Infinity`, which is no JSON
+    value (json.loads in strict mode, jq and every other JSON parser refuse the answer); exit 0 both. Refused, exit 2,
+    naming the file and the line."""
+    prices = tmp_path / "huge.json"
+    prices.write_text(json.dumps({"rates": rates}))
+    for output in ("table", "json"):
+        code, stdout, stderr = cli("cost", "--pods", "10", "--prices", str(prices), "--output", output)
+        assert code == 2, (output, stdout[-300:])
+        assert "huge.json" in (stderr + stdout) and "no finite sum of money" in (stderr + stdout)
+        assert "inf" not in stdout.replace("finite", "") and "Infinity" not in stdout and "Traceback" not in stderr
