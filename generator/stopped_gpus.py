@@ -337,9 +337,11 @@ def judged_on_cloudwatch(alarm, catalog, settings: Settings) -> bool:
 def unread_description(settings: Settings, period: int, periods: int) -> tuple[tuple[str, str], ...]:
     """What the rule's CloudWatch alarm sees, and what it cannot (data_missing.About: each sentence, its short form)."""
     minutes = period * periods // 60
-    return ((f"A GPU node each of whose scrapes over {minutes} minutes read a GPU below its highest index unread, "
-             f"while it reported in each {period // 60}-minute period, is a contributor in ALARM: DCGM lost the GPU.",
-             ""),
+    # (a GPU below the highest index that never read fires it too: one DCGM never answered for, or an exporter
+    # serving some of its node's GPUs, -d/--devices; the Prometheus rule judges only a GPU read within the hour)
+    return ((f"A GPU node whose every scrape over {minutes} minutes read a GPU below its highest index unread, "
+             f"while it reported in each {period // 60}-minute period, is a contributor in ALARM: DCGM lost that GPU "
+             f"or never read it.", ""),
             ("It names the node; a node's highest-indexed GPU lost, or left out by a reboot, is not seen.", ""),
             ("A node removed, an exporter restarted and a pod leaving its GPU do not fire it.", ""))
 

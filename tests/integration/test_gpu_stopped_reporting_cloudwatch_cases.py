@@ -92,7 +92,7 @@ def _target(job: dict, node: str, pod: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def judged():
-    """({node: the minutes the alarm names it}, the agent's datapoints)."""
+    """({node: the minutes the alarm names it}, the agent's datapoints, the alarm's PutMetricAlarm request)."""
     files = encode(build(load_project(), grafana=False))
     config, job = agent_config(files[AGENT_FILE])
     scrapes = [Scrape(float(k * STEP), page, _target(job, node, pod))
@@ -105,7 +105,7 @@ def judged():
         for key, state in cloudwatch_eval.alarm(request, points, minute * 60, evaluation_range=RANGE).items():
             if state == "ALARM":
                 fired.setdefault(dict(key)["node"], set()).add(minute)
-    return fired, points
+    return fired, points, request
 
 
 def _unread(points, node: str) -> set[float]:
@@ -115,14 +115,14 @@ def _unread(points, node: str) -> set[float]:
 def test_a_lost_gpu_of_eight_and_one_lost_off_a_periods_edge_fire_and_when(judged):
     """GPU 0 of eight lost at minute 30: the alarm from minute 40, as the twin (10 minutes without a reading). GPU 0
     of four lost at 31: the alarm from 41 too (its periods end at each evaluation), as the twin."""
-    fired, points = judged
+    fired, points, _ = judged
     assert _unread(points, "node-p") == {0.0, 1.0}
     assert min(fired["node-p"]) == 40 and fired["node-p"] == set(range(40, 93))
     assert min(fired["node-q"]) == 41 and fired["node-q"] == set(range(41, 93))
 
 
 def test_an_exporter_rollout_a_node_with_one_gpu_and_idle_gpus_with_blanks_do_not_fire(judged):
-    fired, points = judged
+    fired, points, _ = judged
     assert 2.0 in _unread(points, "node-o")  # the new exporter's first scrapes: GPUs 1 and 2 blank
     assert 3.0 in _unread(points, "node-s") or 0.0 in _unread(points, "node-s")
     assert not fired.get("node-o") and not fired.get("node-r") and not fired.get("node-s"), fired
@@ -131,10 +131,12 @@ def test_an_exporter_rollout_a_node_with_one_gpu_and_idle_gpus_with_blanks_do_no
 def test_a_gpu_no_one_saw_report_fires_the_alarm_all_along(judged):
     """What the alarm does where the twin is silent: the hole of a GPU never read (an exporter run with a --devices
     subset, a GPU DCGM does not support, one lost before boot) names the node from its sixth minute on (the
-    first period holding its first scrapes alone), for as long as the node runs."""
-    fired, points = judged
+    first period holding its first scrapes alone), for as long as the node runs. Its description says so: the GPU
+    was lost or never read (not "DCGM lost the GPU" alone)."""
+    fired, points, request = judged
     assert _unread(points, "node-n") == {1.0}
     assert fired["node-n"] == set(range(6, 93))
+    assert "DCGM lost that GPU or never read it." in request["AlarmDescription"]
 
 
 @pytest.mark.xfail(strict=True, reason="a GPU below the node's highest index that never reported (a --devices subset, "
@@ -142,7 +144,7 @@ def test_a_gpu_no_one_saw_report_fires_the_alarm_all_along(judged):
                                        "the alarm names its node from minute 6 for as long as the node runs, where "
                                        "the twin never fires (no reading within its hour)")
 def test_a_gpu_no_one_saw_report_fires_as_the_twin(judged):
-    fired, _ = judged
+    fired, _, _ = judged
     assert not fired.get("node-n")
 
 
