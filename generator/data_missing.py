@@ -75,7 +75,7 @@ a 10-minute mean, never both halves). Counted over the same window it is the sam
   * CloudWatch (the OTel pipeline): the agent's receiver writes `scrape_samples_post_metric_relabeling` at
     every scrape with the target's labels; the filter keeps it and a transform makes it a flag (1: the scrape
     brought no GPU data, 0: it did; render/agent_otel.NO_DATA_FLAG), published with [ClusterName, node]
-    (no_data_declaration). A GROUP BY alarm per node (render/alarms.second_plan) sums the flags over one period
+    (node_declaration). A GROUP BY alarm per node (render/alarms.second_plan) sums the flags over one period
     the length of the window and fires above NO_DATA_SHARE of the window's scrapes; a node with no target (gone)
     has no data: notBreaching. Every scrape is published so that a scraped node's latest period always holds a
     datapoint: with only the bad scrapes, a recovered node's empty window let CloudWatch judge the breaching
@@ -452,10 +452,11 @@ def per_node(settings: Settings) -> bool:
     return settings.agent.pipeline == "otel"
 
 
-def no_data_declaration(settings: Settings) -> dict[str, Any]:
-    """The agent's metric declaration of the exporter targets' scrapes that brought no GPU data, per node."""
+def node_declaration(settings: Settings, metric: str) -> dict[str, Any]:
+    """The agent's metric declaration of `metric`, made per GPU node of each scrape of its exporter target: SAMPLES
+    (the scrapes that brought no GPU data) or stopped_gpus.UNREAD (the node's GPUs unread below its highest index)."""
     return {"source_labels": ["job"], "label_matcher": f"^{re.escape(settings.scrape.job_name)}$",
-            "dimensions": [list(SAMPLES_SET)], "metric_selectors": [f"^{SAMPLES}$"]}
+            "dimensions": [list(SAMPLES_SET)], "metric_selectors": [f"^{re.escape(metric)}$"]}
 
 
 def window_seconds(period: int, evaluation_periods: int) -> int:

@@ -324,14 +324,22 @@ def read_fields(catalog, settings: Settings) -> tuple[str, ...]:
     return (metric, *((beside,) if beside else ()))
 
 
-def judged_on_cloudwatch(alarm, catalog, settings: Settings) -> bool:
-    """The rule has a CloudWatch alarm: each node's GPUs unread below its highest index, which the OTel pipeline's agent
-    counts at each scrape (UNREAD) from the fields the rule reads (read_fields). The JSON path has no processor, the
-    Container Insights add-on no GPU index, and with exporter.virtual_gpus an idle GPU's series end (NOT_WITH_COPIES)."""
+def not_on_cloudwatch(alarm, catalog, settings: Settings) -> str | None:
+    """Why the rule has no CloudWatch alarm (lint AL027), None where it has one: each node's GPUs unread below its
+    highest index, which the OTel pipeline's agent counts at each scrape (UNREAD) from the fields the rule reads
+    (read_fields). The JSON path has no processor, the Container Insights add-on no GPU index, and with
+    exporter.virtual_gpus an idle GPU's series end (NOT_WITH_COPIES)."""
     from .container_insights import enabled
 
-    return settings.agent.pipeline == "otel" and not enabled(settings) and not settings.exporter.virtual_gpus and \
-        alarm.condition.query.metric == read_fields(catalog, settings)[0]
+    if enabled(settings):
+        return NOT_ON_ADDON
+    if settings.agent.pipeline != "otel":
+        return NOT_ON_PIPELINE
+    if settings.exporter.virtual_gpus:
+        return NOT_WITH_COPIES
+    counted = read_fields(catalog, settings)[0]
+    return None if alarm.condition.query.metric == counted else \
+        f"the OTel pipeline counts a node's GPUs by {counted} alone"
 
 
 def unread_description(settings: Settings, period: int, periods: int) -> tuple[tuple[str, str], ...]:
@@ -348,13 +356,8 @@ def unread_description(settings: Settings, period: int, periods: int) -> tuple[t
 
 def no_cloudwatch(project) -> list[tuple[str, str]]:
     """(where, message) of each rule judged by its Prometheus rule alone (lint AL027): on the JSON path and the
-    Container Insights add-on (judged_on_cloudwatch)."""
-    from .container_insights import enabled
-
-    settings = project.settings
-    why = NOT_ON_ADDON if enabled(settings) else NOT_ON_PIPELINE if settings.agent.pipeline != "otel" else \
-        NOT_WITH_COPIES if settings.exporter.virtual_gpus else \
-        f"the OTel pipeline counts a node's GPUs by {read_fields(project.catalog, settings)[0]} alone"
+    Container Insights add-on (not_on_cloudwatch)."""
     return [(alarm.defined_at, f"alarm {alarm.id!r} has no CloudWatch alarm, only its Prometheus rule: "
                                f"{NO_CLOUDWATCH}; {why}")
-            for alarm in project.alarms if alarm.stopped and not judged_on_cloudwatch(alarm, project.catalog, settings)]
+            for alarm in project.alarms if alarm.stopped
+            for why in [not_on_cloudwatch(alarm, project.catalog, project.settings)] if why]

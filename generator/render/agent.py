@@ -166,11 +166,9 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets,
         declarations.append(data_missing.nodes_declaration())  # and whether a GPU node exists
         declarations.append(data_missing.agent_declaration(settings))  # and the agent's reads of each target
     if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
-        declarations.append(data_missing.no_data_declaration(settings))
+        declarations.append(data_missing.node_declaration(settings, data_missing.SAMPLES))
     if what.unread:  # the GPU stopped reporting rule's alarm: each node's GPUs unread below its highest index
-        declarations.append({"source_labels": ["job"], "label_matcher": job,
-                             "dimensions": [list(data_missing.SAMPLES_SET)],
-                             "metric_selectors": metric_selectors([stopped_gpus.UNREAD])})
+        declarations.append(data_missing.node_declaration(settings, stopped_gpus.UNREAD))
     if not declarations:
         # (awsemf without any declaration publishes every metric it gets, each point's labels its dimensions: a custom
         # metric of every series, new ones at each pod and exporter rollout; one that selects no metric name

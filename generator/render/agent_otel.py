@@ -180,7 +180,7 @@ def unread_published(declarations: list[dict[str, Any]]) -> bool:
     """A declaration publishes the node's GPUs unread (stopped_gpus.UNREAD)."""
     from ..stopped_gpus import UNREAD
 
-    return any(selects(selector, UNREAD) for d in declarations for selector in d["metric_name_selectors"])
+    return _declared(declarations, UNREAD)
 
 
 def unread_copies(fields: Iterable[str]) -> list[dict[str, Any]]:
@@ -229,8 +229,13 @@ def selects(selector: str, name: str) -> bool:
     return _found(selector, name)
 
 
+def _declared(declarations: list[dict[str, Any]], name: str) -> bool:
+    """A declaration selects the metric `name`."""
+    return any(selects(selector, name) for d in declarations for selector in d["metric_name_selectors"])
+
+
 def samples_published(declarations: list[dict[str, Any]]) -> bool:
-    return any(selects(selector, SAMPLES_NAME) for d in declarations for selector in d["metric_name_selectors"])
+    return _declared(declarations, SAMPLES_NAME)
 
 
 def scrape_series(declarations: list[dict[str, Any]]) -> str:

@@ -323,9 +323,7 @@ def second_plan(alarm: Alarm, settings: Settings) -> Plan:
                     group=data_missing.ADDON_GPU_GROUP, series=data_missing.ADDON_GPU_GROUP,
                     namespace=ADDON_NAMESPACE)
     if data_missing.per_node(settings):
-        group = (data_missing.NODE_LABEL,)
-        return Plan(metric=data_missing.SAMPLES, function="SUM", dims=data_missing.SAMPLES_SET, group=group,
-                    series=group)
+        return _node_plan(data_missing.SAMPLES, "SUM")
     dims = tuple(gpu_dimensions(settings))
     group = tuple(d for d in dims if d != CLUSTER_DIMENSION)
     return Plan(metric=cloudwatch_condition(alarm, settings).query.metric, function="COUNT", dims=dims, group=group,
@@ -336,8 +334,14 @@ def unread_plan() -> Plan:
     """The GPU stopped reporting rule's alarm (stopped_gpus.UNREAD), a GROUP BY alarm per node: the fewest GPUs unread
     below the node's highest index at one of its scrapes in each period, the most first (a node with a hole at every
     scrape of the window ranks before one that had it once)."""
+    return _node_plan(stopped_gpus.UNREAD, "MIN")
+
+
+def _node_plan(metric: str, function: str) -> Plan:
+    """A GROUP BY alarm's query per GPU node of `metric`, which the agent makes per node of each scrape of its exporter
+    (data_missing.node_declaration)."""
     group = (data_missing.NODE_LABEL,)
-    return Plan(metric=stopped_gpus.UNREAD, function="MIN", dims=data_missing.SAMPLES_SET, group=group, series=group)
+    return Plan(metric=metric, function=function, dims=data_missing.SAMPLES_SET, group=group, series=group)
 
 
 def _unread_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: Cluster) -> dict[str, Any]:
@@ -842,7 +846,7 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     rule is left out with a note (no expected signal, a field the add-on does not publish); Unsupported when
     CloudWatch cannot evaluate it (generate refuses it)."""
     if alarm.stopped:  # each node's GPUs unread below its highest index, where the agent counts them (else AL027)
-        return (Form("unread", unread_plan()),) if stopped_gpus.judged_on_cloudwatch(alarm, catalog, settings) else ()
+        return () if stopped_gpus.not_on_cloudwatch(alarm, catalog, settings) else (Form("unread", unread_plan()),)
     if alarm.absent and not data_missing.expected(settings):
         return ()
     try:
