@@ -559,9 +559,12 @@ def _load_folder(kind: str, other: str, folder: Path, names: list[str], shared: 
                     continue
                 stage = f"{kind}(ctx)" if callable(getattr(module, kind, None)) else stage
                 found = _contributions(module, kind, ctx, path)
-        except InputError:
+        except (InputError, KeyboardInterrupt):  # (Ctrl-C: gpudash's own handling, exit 130)
             raise
-        except (Exception, SystemExit, TimeLimit) as exc:  # a user's definition may raise anything
+        # a user's definition may raise anything: an Exception, sys.exit, the time limit, and what derives from
+        # BaseException alone (GeneratorExit, asyncio.CancelledError, pytest.skip's and pytest.fail's outcomes, a
+        # class of its own), which escaped as a traceback and exit 1 ("differences")
+        except BaseException as exc:
             raise _failure(path, exc, stage, seconds) from exc
         loaded.extend(Loaded(value, path, line) for value, line in found)
     return loaded

@@ -481,6 +481,15 @@ CASES = [
     definition("sys.exit in dashboards()", {"e.py": "import sys\n\ndef dashboards(ctx):\n    sys.exit(3)\n"},
                "e.py:4", "sys.exit(3)"),
     definition("raise SystemExit", {"e.py": "raise SystemExit\n"}, "e.py:1", "sys.exit(None)"),
+    # what derives from BaseException alone escaped every handler: a traceback, exit 1 (which means "differences")
+    definition("raise GeneratorExit in dashboards()", {"g.py": "def dashboards(ctx):\n    raise GeneratorExit\n"},
+               "g.py:2", "dashboards(ctx) raised GeneratorExit"),
+    definition("a BaseException of its own at import", {"b.py": "class Stop(BaseException):\n    pass\n\n\n"
+                                                                "raise Stop('no board today')\n"},
+               "b.py:5", "raised Stop: no board today"),
+    definition("asyncio.CancelledError in alarms()", {"a.py": "import asyncio\n\ndef alarms(ctx):\n"
+                                                              "    raise asyncio.CancelledError()\n"},
+               "a.py:4", "alarms(ctx) raised CancelledError", kind="alarms"),
     definition("endless recursion", {"r.py": "def f(n):\n    return f(n + 1)\n\nf(0)\n"}, "r.py:2",
                "recursed without end"),
     definition("endless loop", {"loop.py": INFINITE}, "loop.py:", "did not finish within 0.1 s", env=QUICK),
