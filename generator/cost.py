@@ -844,7 +844,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     pod_rules, pod_analyzed, pod_alarms, static_alarms, pod_mig_alarms = 0, 0, 0, 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
-    mig_alarms, per_node = 0, False
+    mig_alarms, per_node = 0, []  # the rules whose alarm analyzes every GPU node (data_missing.SAMPLES_SET)
     # the data-missing rule's metric-math alarms per cluster: one per exporter DaemonSet on the DCGM source
     math_clusters = 0  # the clusters the data-missing rule's metric-math alarms are made in
     for alarm in project.alarms:
@@ -882,7 +882,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                 else:
                     cluster_alarms += made
                     cluster_analyzed += _analyzed(form.plan.dims, project, kind_of[id(members)]) * clusters
-                    per_node |= tuple(form.plan.dims) == data_missing.SAMPLES_SET
+                    if tuple(form.plan.dims) == data_missing.SAMPLES_SET and alarm.id not in per_node:
+                        per_node.append(alarm.id)
         judged = [form for forms, _, _ in parts for form in forms if form.kind == "insights"]
         if alarm.per_pod and judged:
             per_pod_rules += 1
@@ -896,7 +897,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed + agent_analyzed, insights_rate,
                   (cluster_analyzed + agent_analyzed) * insights_rate,
                   f"{cluster_alarms} alarms, each analyzing every GPU (or pod, a namespace's) of its cluster"
-                  + (f" (the data-missing rule's per node: every GPU node"
+                  + (f" ({' and '.join(repr(rule) for rule in per_node)} per node: every GPU node"
                      f"{'' if fleet.nodes is not None else ', counted per GPU without --nodes'})" if per_node else "")
                   + (f" + {agent_alarms} analyzing the kube-state-metrics pod{'s' if agent_alarms != 1 else ''} the "
                      f"agent reads (the data-missing rule's on the agent's reads; one pod a cluster"

@@ -455,7 +455,7 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
         assert o["lines"][reads]["quantity"] > c["lines"][reads]["quantity"] and o["lines"][reads]["monthly"] == 0
 
         def same(line):  # the per-node alarm (OTel) and the per-GPU one (classic) analyze as many metrics here
-            basis = re.sub(r" \(the data-missing rule's per node[^)]*\)", "", line["basis"]).split(
+            basis = re.sub(r" \([^)]* per node: every GPU node[^)]*\)", "", line["basis"]).split(
                 "; these show up to")[0]
             return {**line, "basis": basis, **({"quantity": None} if line["item"].startswith("dashboard reads")
                                               else {})}

@@ -396,6 +396,9 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
     assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == (1 + 5 + 1) * (100 - 13)
     alarms = "GPU and cluster alarms (Metrics Insights)"
     assert per_gpu[alarms]["quantity"] - per_node[alarms]["quantity"] == 2 * (100 - 13)
+    # the two alarms that analyze every GPU node are named
+    assert "('gpu-data-missing' and 'gpu-stopped-reporting' per node: every GPU node)" in per_node[alarms]["basis"]
+    assert "per node: every GPU node, counted per GPU without --nodes)" in per_gpu[alarms]["basis"]
     classic = load_project(project_dir("agent:\n  pipeline: classic\n"))  # its scraper drops up
     # (its log events count kube-state-metrics' two node series per GPU node)
     logs = ("EMF log ingestion (GB)", "EMF log storage (GB-month)")
