@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import data_missing
+from . import data_missing, stopped_gpus
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from .cloudwatch_query import (NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, UNUSED_SHARE, is_query,
                                level_of, pod_dimensions, node_total, pod_total_kind, pod_total_mark, readings_dimensions)
@@ -602,6 +602,12 @@ def event_bytes(events: Events, prices: dict[str, Any]) -> float:
         (rate["directive"] * events.directives + rate["per_metric"] * events.published if events.published else 0)
 
 
+# What each metric the agent makes per GPU node of each exporter scrape (data_missing.SAMPLES_SET) is, in the custom
+# metrics' line
+PER_NODE_SAID = {data_missing.SAMPLES: "flag of its exporter scrapes without GPU data",
+                 stopped_gpus.UNREAD: "GPUs unread below its highest index (the GPU stopped reporting alarm)"}
+
+
 def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
     from .container_insights import enabled
 
@@ -726,11 +732,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                 if per_cluster else "")
              + (f" + {per_daemonset} x {daemonsets:,} exporter DaemonSets (data-missing alarms; each cluster's, "
                 f"exporter.more_daemonsets)" if per_daemonset else "")
-             + (" + each GPU node's " + " and ".join(
-                    said for said, published_by in (
-                        ("flag of its exporter scrapes without GPU data", lambda p: p.no_data),
-                        ("GPUs unread below its highest index (the GPU stopped reporting alarm)", lambda p: p.unread))
-                    if any(published_by(published) for published, *_ in alike)) + nodes
+             + (" + each GPU node's " + " and ".join(dict.fromkeys(
+                    PER_NODE_SAID[name] for published, *_ in alike
+                    for name in published.sets().get(data_missing.SAMPLES_SET, []))) + nodes
                 if per_node else "")
              + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if kind.mig and mig_only else
                 f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
@@ -1090,7 +1094,6 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
 
     The dashboards priced are those of `artifacts`, the project's artifact set (built when not given); the
     other source's, which no build holds, are those `artifacts.cloudwatch_dashboards` makes for it."""
-    from . import stopped_gpus
     from .artifacts import build, cloudwatch_dashboards
     from .container_insights import SOURCES, enabled, source
 
