@@ -107,7 +107,7 @@ def alarms(ctx):
                       "CloudWatch, the cwagent-prometheus Deployment and its logs."),
         Alarm("gpu-stopped-reporting", "GPU stopped reporting",
               # Each GPU against its node's other GPUs (generator/stopped_gpus.py); on CloudWatch each node's GPUs unread
-            # below its highest index (agent.pipeline: otel; elsewhere a Prometheus rule alone: lint AL027)
+              # below its highest index (agent.pipeline: otel; elsewhere a Prometheus rule alone: lint AL027)
               Condition(Query(reported, "count", GPU), "<", 1),
               severity="critical", evaluation_periods=2, stopped=True,
               description="A GPU that reported within the last hour has read nothing for 10 minutes while another GPU "

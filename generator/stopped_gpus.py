@@ -113,7 +113,7 @@ NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
                  "datapoints (a GPU gone reads as a node removed), and metric math combines no two GROUP BY arrays "
                  "(a node's data cannot vouch for each of its GPUs)")
-# Where the agent makes each node's GPUs unread at each scrape (agent.pipeline: otel, render/agent_otel.unread_gpus),
+# Where the agent makes each node's GPUs unread at each scrape (agent.pipeline: otel, render/agent_otel.unread_copies),
 # the rule's CloudWatch alarm judges each node on them (render/alarms.unread_plan); elsewhere lint AL027 says why not.
 NOT_ON_PIPELINE = ("agent.pipeline: classic has no processor to count a node's GPUs at each scrape, which the OTel "
                    "pipeline's CloudWatch alarm judges (GPUs unread below the node's highest index)")
@@ -122,7 +122,7 @@ NOT_ON_ADDON = ("the Container Insights add-on publishes no GPU index per node t
 NOT_WITH_COPIES = ("with exporter.virtual_gpus, dcgm-exporter 4.5.2 to 4.8.1 ends the series of a GPU no pod holds while "
                    "another GPU of its node is held, a hole below the held GPU's index that no lost GPU made")
 
-# The metric the OTel pipeline's agent makes of each scrape of a node's exporter (render/agent_otel.unread_gpus): its
+# The metric the OTel pipeline's agent makes of each scrape of a node's exporter (render/agent_otel.unread_*): its
 # highest GPU index read plus one, less the GPUs read (each GPU once, by index, with a reading of the presence field or
 # its MIG stand-in that is not DCGM's blank): 0 where every index up to the highest read, k where k GPUs below it read
 # nothing. NVML indexes a node's GPUs 0 to n - 1 in bus order and keeps them until the next boot, so a GPU that stopped
@@ -313,15 +313,20 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     return judged
 
 
-def read_fields(catalog, settings: Settings) -> tuple[str, ...]:
-    """The fields a GPU reads by in UNREAD: the presence field the bundled rule reads (the first of PRESENCE the counters
-    CSV collects) and, where a GPU may be split into MIG instances and MIG does not report it, the field they report
-    (Catalog.mig_presence), as the rule reads them (render/alarms._stopped_fields)."""
-    from .catalog import PRESENCE
-
-    metric = next((name for name in PRESENCE if name in catalog), PRESENCE[0])
+def fields_read(catalog, settings: Settings, metric: str) -> tuple[str, ...]:
+    """The fields a GPU reads by where the rule reads `metric`: it and, where a GPU may be split into MIG instances and
+    MIG does not report it (GPU utilization), the field they report (Catalog.mig_presence: its stand-in, engine
+    activity, else a framebuffer or memory gauge): a GPU split reads on."""
     beside = None if settings.no_mig else catalog.mig_presence(metric)
     return (metric, *((beside,) if beside else ()))
+
+
+def read_fields(catalog, settings: Settings) -> tuple[str, ...]:
+    """The fields a GPU reads by in UNREAD: those of the presence field the bundled rule reads (the first of PRESENCE
+    the counters CSV collects), as the rule reads them (fields_read)."""
+    from .catalog import PRESENCE
+
+    return fields_read(catalog, settings, next((name for name in PRESENCE if name in catalog), PRESENCE[0]))
 
 
 def not_on_cloudwatch(alarm, catalog, settings: Settings) -> str | None:
@@ -355,8 +360,8 @@ def unread_description(settings: Settings, period: int, periods: int) -> tuple[t
 
 
 def no_cloudwatch(project) -> list[tuple[str, str]]:
-    """(where, message) of each rule judged by its Prometheus rule alone (lint AL027): on the JSON path and the
-    Container Insights add-on (not_on_cloudwatch)."""
+    """(where, message) of each rule judged by its Prometheus rule alone (lint AL027): each not_on_cloudwatch gives a
+    reason for."""
     return [(alarm.defined_at, f"alarm {alarm.id!r} has no CloudWatch alarm, only its Prometheus rule: "
                                f"{NO_CLOUDWATCH}; {why}")
             for alarm in project.alarms if alarm.stopped

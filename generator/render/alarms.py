@@ -1863,12 +1863,10 @@ def of_settings_clusters(expr: str, settings: Settings) -> str:
 
 
 def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple:
-    """A stopped alarm's (fields, settings, period, periods): its presence field and, where a GPU may be split into
-    MIG instances and the field is one they do not report (GPU utilization), one they do (Catalog.mig_presence: its
-    stand-in, engine activity, else a framebuffer or memory gauge): a GPU split reads on."""
-    metric = _alert_query(alarm, settings).metric
-    beside = None if settings.no_mig else catalog.mig_presence(metric)
-    return (metric, *((beside,) if beside else ())), settings, alarm.period_seconds, alarm.evaluation_periods
+    """A stopped alarm's (fields, settings, period, periods): its presence field and its MIG stand-in
+    (stopped_gpus.fields_read)."""
+    fields = stopped_gpus.fields_read(catalog, settings, _alert_query(alarm, settings).metric)
+    return fields, settings, alarm.period_seconds, alarm.evaluation_periods
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:
