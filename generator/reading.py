@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 
@@ -86,7 +87,40 @@ def read_json_schema(path: Path, what: str, hint: str, validator_class):
         at = "/".join(str(p) for p in exc.absolute_path) or "the top level"
         raise InputError(f"{what} is not a valid JSON schema (at {at}: {exc.message})", where=str(path),
                          hint=hint) from None
+    unresolved = _unresolved_reference(document, validator_class)
+    if unresolved is not None:
+        at, ref = unresolved
+        raise InputError(f"{what} is not a valid JSON schema (at {at}: $ref {ref!r} points at nothing it holds)",
+                         where=str(path), hint=hint)
     return document
+
+
+def _unresolved_reference(document: Any, validator_class) -> tuple[str, str] | None:
+    """(where, $ref) of the first reference of the schema that does not resolve within it, or None. jsonschema
+    follows a $ref only where an instance reaches it, and an unresolvable one raised then, while lint validated: an
+    internal error, exit 4, for a file the user gave (a pointer to nowhere, another file's address)."""
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import specification_with
+
+    if not isinstance(document, dict):
+        return None
+    specification = specification_with(validator_class.META_SCHEMA.get("$schema", ""))
+    resolver = Registry().resolver_with_root(specification.create_resource(document))
+    pending: list[tuple[Any, str]] = [(document, "")]
+    while pending:
+        node, at = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable:
+                    return at or "the top level", ref
+            pending.extend((value, f"{at}/{key}" if at else str(key)) for key, value in node.items())
+        elif isinstance(node, list):
+            pending.extend((value, f"{at}/{index}" if at else str(index)) for index, value in enumerate(node))
+    return None
 
 
 # libyaml's first release that stops deep nesting (an error past 1,000 levels): 0.2.5 composes until the C stack runs

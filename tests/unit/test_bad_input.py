@@ -552,6 +552,15 @@ CASES = [
           files={"agent.json": '{"a":\n 1,,}'}, where="agent.json:2"),
     flags("lint --cwagent-schema not a schema", ("lint", "--cwagent-schema", "agent.json"),
           "not a valid JSON schema", files={"agent.json": '{"type": 5}'}, where="agent.json"),
+    # a $ref to nowhere passed the metaschema and raised while lint validated: internal error, exit 4
+    flags("lint --cwagent-schema with a $ref to nowhere", ("lint", "--cwagent-schema", "agent.json"),
+          "$ref '#/definitions/logs' points at nothing", files={"agent.json": '{"type": "object", "properties": '
+                                                                '{"logs": {"$ref": "#/definitions/logs"}}}'},
+          where="agent.json"),
+    flags("lint --cwagent-schema with a $ref to another address", ("lint", "--cwagent-schema", "agent.json"),
+          "$ref 'http://127.0.0.1:1/agent.json' points at nothing", files={"agent.json": '{"$ref": '
+                                                                             '"http://127.0.0.1:1/agent.json"}'},
+          where="agent.json"),
     flags("lint --grafana-schema without a panel schema", ("lint", "--grafana-schema", "sdk"), "not found",
           files={"sdk/dashboard.jsonschema.json": "{}"}, where="sdk/timeseries.jsonschema.json"),
     flags("lint --grafana-schema not JSON", ("lint", "--grafana-schema", "sdk"), "is not JSON",
