@@ -1012,8 +1012,34 @@ def _data_missing_requests(alarm: Alarm, settings: Settings, cluster: Cluster) -
         return [_data_missing_request(alarm, settings, cluster)]
     daemonsets = named_daemonsets(settings, cluster)
     joined = Counter(f"{ns}-{ds}" for ns, ds in daemonsets)
-    return [_data_missing_request(alarm, settings, cluster, (ns, ds), len(daemonsets) > 1, joined[f"{ns}-{ds}"] > 1)
-            for ns, ds in daemonsets]
+    requests = []
+    for number, (ns, ds) in enumerate(daemonsets):
+        named = len(daemonsets) > 1
+        requests.append(_data_missing_request(alarm, settings, cluster, (ns, ds), named, joined[f"{ns}-{ds}"] > 1))
+        if named:
+            _daemonset_name_fits(requests[-1]["AlarmName"], settings, cluster, number, f"{ns}/{ds}")
+    return requests
+
+
+def _daemonset_name_fits(name: str, settings: Settings, cluster: Cluster, number: int, daemonset: str) -> None:
+    """Refuse a data-missing alarm whose name, which ends in its exporter DaemonSet's (the cluster's `number`th, from
+    0: exporter.daemonset, then more_daemonsets), passes ALARM_NAME_LENGTH, naming that DaemonSet and its key: a name
+    Kubernetes takes (up to 253 characters) passes it whatever alarms.name_prefix is."""
+    if len(name) <= ALARM_NAME_LENGTH:
+        return
+    index = next(i for i, c in enumerate(settings.clusters) if c.name == cluster.name)
+    if number == 0:
+        key = ["clusters", index, "exporter", "daemonset"] if cluster.exporter_daemonset else ["exporter", "daemonset"]
+    else:
+        key = ["clusters", index, "exporter", "more_daemonsets"] if cluster.exporter_more_daemonsets is not None else \
+            ["exporter", "more_daemonsets"]
+    raise InputError(f"alarm name {name[:60]}... is {len(name)} characters; CloudWatch takes at most "
+                     f"{ALARM_NAME_LENGTH} and refuses the alarm: its name ends in the exporter DaemonSet "
+                     f"{daemonset} ({len(daemonset)} characters) its data-missing alarm watches",
+                     where=setting_place(settings, key),
+                     hint=f"name that DaemonSet {len(name) - ALARM_NAME_LENGTH} or more characters shorter "
+                          "(its Helm release, or the chart's fullnameOverride), or use a shorter "
+                          "alarms.name_prefix or cluster name")
 
 
 def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster, daemonset: tuple[str, str] | None = None,
@@ -1678,40 +1704,12 @@ def _within_limits(item: dict[str, Any], settings: Settings) -> None:
     if len(name) > ALARM_NAME_LENGTH:
         static = settings.alarms.per_pod == "static" and any(name.endswith(pod.replace("/", "-"))
                                                              for pod in settings.alarms.static_pods)
-        named = None if static else _daemonset_named(settings, name)
-        if named is not None:
-            daemonset, key = named
-            raise InputError(f"alarm name {name[:60]}... is {len(name)} characters; CloudWatch takes at most "
-                             f"{ALARM_NAME_LENGTH} and refuses the alarm: its name ends in the exporter DaemonSet "
-                             f"{daemonset} ({len(daemonset)} characters) its data-missing alarm watches",
-                             where=setting_place(settings, key),
-                             hint=f"name that DaemonSet {len(name) - ALARM_NAME_LENGTH} or more characters shorter "
-                                  "(its Helm release, or the chart's fullnameOverride), or use a shorter "
-                                  "alarms.name_prefix or cluster name")
         setting = "alarms.static_pods" if static else "alarms.name_prefix"
         raise InputError(f"alarm name {name[:60]}... is {len(name)} characters; CloudWatch takes at most "
                          f"{ALARM_NAME_LENGTH} and refuses the alarm",
                          where=setting_place(settings, setting.split(".")),
                          hint="use alarms.per_pod: group_by (one alarm watches every pod)" if static else
                               "use a shorter alarms.name_prefix or cluster name")
-
-
-def _daemonset_named(settings: Settings, name: str) -> tuple[str, list[Any]] | None:
-    """The exporter DaemonSet (namespace/name) whose data-missing alarm is `name`, with the key of the settings that
-    names it; None where no DaemonSet's name is in the alarm's."""
-    for index, cluster in enumerate(settings.clusters):
-        if name.startswith(f"{settings.alarms.name_prefix}-{cluster.name}-"):
-            daemonsets = named_daemonsets(settings, cluster)
-            for number, (namespace, daemonset) in enumerate(daemonsets):
-                if len(daemonsets) > 1 and f"-{namespace}-{daemonset}" in name:
-                    if number == 0:
-                        key = ["clusters", index, "exporter", "daemonset"] if cluster.exporter_daemonset else \
-                            ["exporter", "daemonset"]
-                    else:
-                        key = ["clusters", index, "exporter", "more_daemonsets"] \
-                            if cluster.exporter_more_daemonsets is not None else ["exporter", "more_daemonsets"]
-                    return f"{namespace}/{daemonset}", key
-    return None
 
 
 def sns_region(arn: str) -> str | None:

@@ -191,6 +191,17 @@ def test_an_exporter_daemonset_whose_data_missing_alarm_name_is_too_long_is_refu
                                       refused=False)
     assert code == 0, stderr
 
+
+def test_the_daemonset_named_is_the_one_whose_alarm_name_is_too_long_not_one_whose_name_begins_it(cli, tmp_path):
+    """Two DaemonSets, the second's name the first's and more: the second's alarm name passes 255 characters (273), the
+    first's fits (252). The error names the second, not the first its name begins with."""
+    first = ".".join(["a" * 60, "b" * 60, "c" * 60, "d" * 10])
+    second = f"{first}.{'e' * 20}"
+    code, _, stderr, _, _ = _generate(cli, tmp_path, f"exporter:\n  more_daemonsets:\n    - {first}\n    - {second}\n")
+    assert code == 2, stderr
+    assert f"the exporter DaemonSet gpu-operator/{second} (227 characters)" in stderr, stderr
+    assert "fix: name that DaemonSet 18 or more characters shorter" in stderr, stderr
+
 QUERY = 'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "pod") '
 
 
