@@ -1050,12 +1050,13 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     # joining a period's breaches to the other's (EACH_DAEMONSET)
     by_name = several_daemonsets(settings) or part == EACH_DAEMONSET
     found = exporter_daemonsets(offset=shift)  # an exporter DaemonSet: labelled so at the period's end
-    if by_name:
+    counted = _counts(_counted_selectors(settings), cluster, span) if by_name else ""  # the named ones' counts
+    if counted:
         # or one the settings name, over the period by its own counts, as its alarm reads it by name (labelled at the
         # period's end only, one deleted in the period's last scrape interval, or whose kube-state-metrics was being
         # replaced then, went unjudged for that period; an unnamed DaemonSet living minutes, a rename rolled back,
         # stays judged at the end alone: its counts over a period it barely lived in are no period of missing data)
-        found = f"({found} or {_counts(_counted_selectors(settings), cluster, span)})"
+        found = f"({found} or {counted})"
 
     def reason(expression: str, text: str) -> str:
         return f'label_replace({expression}, "reason", "{text}", "", "")'
@@ -1074,8 +1075,8 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     exact = f"[{_seconds(window) * 1000 - 1}ms]{shift}"  # the period's scrapes, (t - period, t] on Prometheus 2 and 3
     target = f"on({cluster}, job, instance)" if settings.shared_prometheus else "on(job, instance)"
     serving = " or ".join(f"max_over_time({LABELS}{{{m}}}{span})" for m in exporter_label_matchers())
-    if by_name:  # or a DaemonSet the settings name, by its counts, as `found`: the agent's job keeps those
-        serving = f"{serving} or {_counts(_counted_selectors(settings), cluster, span)}"
+    if counted:  # or a DaemonSet the settings name, by its counts, as `found`: the agent's job keeps those
+        serving = f"{serving} or {counted}"
     labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
         else []
     absent = _each_filled(none_labelled, [matcher(cluster, value) for value in labelled]) or [none_labelled("")]
