@@ -30,14 +30,17 @@ def files(settings: str) -> Mapping[str, bytes]:
         return MappingProxyType(encode(build(load_project(Path(folder) / "gpudash.yaml"), grafana=False)))
 
 
-_DESIRED: dict[str, Desired] = {}  # by the settings load_project() finds, as they read (their file, folder and values)
+_DESIRED: dict[str, Desired] = {}  # by the project load_project() finds, as it reads (settings, CSV, definitions)
 
 
 def _default_desired() -> Desired:
     """The desired state of the project load_project() finds now: its settings are the test's (GPUDASH_CONFIG, the
-    working folder's gpudash.yaml, or the bundled ones), so the state is kept by them, not built once for the first."""
+    working folder's gpudash.yaml, or the bundled ones), so the state is kept by the project, not built once for the
+    first. Kept by all a build reads (the settings, the counters CSV's catalog, the dashboards and alarms its
+    definitions made), not by the settings alone: a project rewritten in place under the same settings (conftest's
+    project_dir given other dashboards or another CSV) is another project."""
     project = load_project()
-    key = repr(project.settings)
+    key = repr(project)
     if key not in _DESIRED:
         _DESIRED[key] = desired_from(build(project))
     return _DESIRED[key]
