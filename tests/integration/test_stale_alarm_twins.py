@@ -118,6 +118,9 @@ def _alarm_minutes(files, name: str) -> list[int]:
 
 
 COPIES = 9  # copies of the cases judged in one promtool run: 18 exceed promtool's limit of samples a query, 9 do not
+# of the labels a join may keep apart (promtool_rules.STORY_OWN), those each copy has its own value of (_rule_clears'
+# copy): every copy's series name one exporter target (instance), so a join on it alone matches every copy's
+OWN = ("namespace", "node", "UUID")
 
 
 def _rule_clears(files, tmp_path) -> dict[str, int]:
@@ -137,7 +140,7 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
     alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in rule_groups(files["prometheus/rules.yaml"].decode())
               for r in g["rules"] if "alert" in r}
     judged = dict.fromkeys(alerts[c.rule] for c in CASES.values())
-    assert all(judged_apart(alert_rule(tmp_path, alert)["expr"]) for alert in judged)
+    assert all(judged_apart(alert_rule(tmp_path, alert)["expr"], OWN) for alert in judged)
     # the latest three periods hold no reading (a counter's increase too: its period without a reading of its own
     # has no value, as CloudWatch's has no delta, render.alarms.range_judged)
     firing = {n: _alarm_minutes(files, n) if c.kind == "counter" else list(range(STOP // 60 - 1, CLEARS))

@@ -321,14 +321,19 @@ def shifted_later(series: dict, interval: int, shift: int) -> dict:
     return {**series, "values": " ".join(values)}
 
 
-def joins_across_stories(exprs: list[str]) -> bool:
+# The labels each story of a promtool run has its own value of (stories_own): a join matching on one of them matches no
+# story's series with another's. The exporter target (`instance`) too: panels weigh a GPU's copies by their target's age.
+STORY_OWN = ("namespace", "node", "UUID", "instance")
+
+
+def joins_across_stories(exprs: list[str], own: tuple[str, ...] = STORY_OWN) -> bool:
     """Whether a join in `exprs` could match one story's series with another's: a join (`on(...)` or `ignoring(...)`)
     both of whose sides read series, where it ignores labels, or matches on labels naming neither the GPU
     (promql.GPU_LABEL: its UUID, else its node spelling; promql.UUID_KEY: its UUID under either label) nor the
     namespace or node (each story's are marked apart; see _prometheus_case). The per-GPU naming step joins on (cluster,
     gpudash_gpu, gpu): series of two stories never agree on it. A side that reads no series (numbers, `vector(5)`
     labelled by label_replace: an alert's weight per period) is the same for every story: it matches each story's
-    series to the same numbers."""
+    series to the same numbers. `own`: the labels each story has its own value of."""
     import promql_parser
 
     from generator.lint.promql_checks import parse, walk  # parse: the text as Prometheus reads it (lint's parse)
@@ -342,7 +347,7 @@ def joins_across_stories(exprs: list[str]) -> bool:
             joins.append((matching.type == promql_parser.LabelModifierType.Exclude, set(matching.labels)))
     for expr in exprs:
         walk(parse(expr), visit, lambda node: None)
-    return any(ignoring or not named & {GPU_LABEL, UUID_KEY, *STORY_OWN} for ignoring, named in joins)
+    return any(ignoring or not named & {GPU_LABEL, UUID_KEY, *own} for ignoring, named in joins)
 
 
 def reads_series(node) -> bool:
@@ -374,11 +379,6 @@ def reads_across_series(expr: str) -> bool:
     return bool(found)
 
 
-# The labels each story of a promtool run has its own value of (stories_own): a join matching on one of them matches no
-# story's series with another's. The exporter target (`instance`) too: panels weigh a GPU's copies by their target's age.
-STORY_OWN = ("namespace", "node", "UUID", "instance")
-
-
 def stories_own(text: str, k: int) -> str:
     """`text` (a series or an expected line) with story k's own namespace, node, GPU UUID (a GPU is its UUID) and
     exporter target."""
@@ -396,7 +396,7 @@ def join_operand(expr: str, at: int) -> str:
     return expr[at:]
 
 
-def without_joins_kept_apart(expr: str) -> str:
+def without_joins_kept_apart(expr: str, own: tuple[str, ...] = STORY_OWN) -> str:
     """`expr` with the joins that cannot match one story's series with another's written as plain operators: `on ()`
     with a time condition (its operand reads no series: only numbers and vector, scalar, floor, round, time), and
     `ignoring (...)` naming neither the GPU nor the namespace or node, before an aggregation by the GPU
@@ -409,16 +409,17 @@ def without_joins_kept_apart(expr: str) -> str:
             return not set(re.findall(r"[A-Za-z_]\w*", operand)) - {"vector", "scalar", "floor", "round", "time"}
         by = re.match(r"\s*\w+ ?by ?\(([^)]*)\)", operand)
         ignored = {label.strip() for label in match[2].split(",")}
-        return match[1] == "ignoring" and not ignored & {GPU_LABEL, *STORY_OWN} and bool(by) \
+        return match[1] == "ignoring" and not ignored & {GPU_LABEL, *own} and bool(by) \
             and GPU_LABEL in {label.strip() for label in by[1].split(",")}
     return re.sub(r"\b(on|ignoring)\s*\(([^)]*)\)", lambda m: "" if kept_apart(m) else m[0], expr)
 
 
-def judged_apart(expr: str) -> bool:
-    """Whether `expr` can be judged on several stories at once, each under its own marks (stories_own): none of its
-    joins can match one story's series with another's (without_joins_kept_apart, then test_gauge_twins' check), and
-    no function answers for all the stories' series at once (reads_across_series)."""
-    return not joins_across_stories([without_joins_kept_apart(expr)]) and not reads_across_series(expr)
+def judged_apart(expr: str, own: tuple[str, ...] = STORY_OWN) -> bool:
+    """Whether `expr` can be judged on several stories at once, each under its own marks (stories_own; `own`: the
+    labels the stories have their own values of, where they are marked otherwise): none of its joins can match one
+    story's series with another's (without_joins_kept_apart, then test_gauge_twins' check), and no function answers
+    for all the stories' series at once (reads_across_series)."""
+    return not joins_across_stories([without_joins_kept_apart(expr, own)], own) and not reads_across_series(expr)
 
 
 def stories_alert_failure(folder, rule: dict, stories, ends, fires, stored, step: int, name: str) -> str | None:
@@ -428,7 +429,7 @@ def stories_alert_failure(folder, rule: dict, stories, ends, fires, stored, step
     limit (tests/support/promtool_batches). The rule must join no story's series with another's (judged_apart)."""
     from tests.support.promtool_batches import batch_failure
 
-    assert judged_apart(rule["expr"])
+    assert judged_apart(rule["expr"], ("node", "UUID"))  # the stories' own labels: no namespace, no target
 
     def judge(nodes) -> None:
         checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
