@@ -31,6 +31,8 @@ from generator.stopped_gpus import UNREAD
 from tests.integration.test_gpu_stopped_reporting import CHANGE, REMOVED, STEP, STEPS, _gpus, _payload, _truth
 from tests.support import cloudwatch_eval
 from tests.support.agent_points import AGENT_FILE
+from tests.support.alarm_requests import alarm_request
+from tests.support.built import files as built_files
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 
@@ -56,7 +58,7 @@ def _node_m(k: int) -> str:
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
     """({minute: the nodes the alarm is in ALARM for}, the alarm's request, the agent's datapoints)."""
-    files = encode(build(load_project(), grafana=False))
+    files = built_files("")
     config, job = agent_config(files[AGENT_FILE])
     scrapes = []
     for k in range(STEPS):
@@ -65,8 +67,7 @@ def judged(tmp_path_factory):
             if payload:
                 scrapes.append(Scrape(float(k * STEP), payload, target_labels(job, node)))
     points = Agent(config, job).run(scrapes)
-    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if "stopped-reporting" in a["Request"]["AlarmName"]]
+    request = alarm_request(files, "gpu-stopped-reporting")
     fired = {minute: {dict(key)["node"] for key, state in
                       cloudwatch_eval.alarm(request, points, minute * 60, evaluation_range=RANGE).items()
                       if state == "ALARM"} for minute in MINUTES}

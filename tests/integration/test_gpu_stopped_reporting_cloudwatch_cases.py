@@ -20,17 +20,14 @@ at every minute from 1 to 92, the evaluation range three periods as the twin's C
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from generator.artifacts import build
-from generator.output import encode
-from generator.project import load_project
 from generator.stopped_gpus import UNREAD
 from tests.integration.test_gpu_stopped_reporting import BLANK, STEP
 from tests.support import cloudwatch_eval
 from tests.support.agent_points import AGENT_FILE
+from tests.support.alarm_requests import alarm_request
+from tests.support.built import files as built_files
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import discovered, target_labels
 
@@ -93,19 +90,15 @@ def _target(job: dict, node: str, pod: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def judged():
     """({node: the minutes the alarm names it}, the agent's datapoints, the alarm's PutMetricAlarm request)."""
-    files = encode(build(load_project(), grafana=False))
+    files = built_files("")
     config, job = agent_config(files[AGENT_FILE])
     scrapes = [Scrape(float(k * STEP), page, _target(job, node, pod))
                for k in range(STEPS) for node, pod, page in _pages(k)]
     points = Agent(config, job).run(scrapes)
-    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if "stopped-reporting" in a["Request"]["AlarmName"]]
-    fired: dict[str, set[int]] = {}
-    for minute in MINUTES:
-        for key, state in cloudwatch_eval.alarm(request, points, minute * 60, evaluation_range=RANGE).items():
-            if state == "ALARM":
-                fired.setdefault(dict(key)["node"], set()).add(minute)
-    return fired, points, request
+    request = alarm_request(files, "gpu-stopped-reporting")
+    fired = cloudwatch_eval.fired_at(request, points, [minute * 60 for minute in MINUTES], "node",
+                                     evaluation_range=RANGE)
+    return {node: {int(end) // 60 for end in ends} for node, ends in fired.items()}, points, request
 
 
 def _unread(points, node: str) -> set[float]:
@@ -160,12 +153,11 @@ def removed():
     """{the evaluation range's length in periods: the last minute node-m is in ALARM}."""
     from tests.integration.test_gpu_stopped_reporting_cloudwatch import _node_m
 
-    files = encode(build(load_project(), grafana=False))
+    files = built_files("")
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(float(k * STEP), _node_m(k), target_labels(job, "node-m"))
                                      for k in range(190) if _node_m(k)])
-    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if "stopped-reporting" in a["Request"]["AlarmName"]]
+    request = alarm_request(files, "gpu-stopped-reporting")
     last: dict[int, int] = {}
     for minute in range(40, 95):
         for _, judged in cloudwatch_eval.alarm_ranges(request, points, minute * 60).items():

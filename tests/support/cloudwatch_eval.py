@@ -934,11 +934,13 @@ def alarm_state(states: dict[tuple, str]) -> str:
 
 
 def fired_at(request: dict, datapoints: list[Datapoint], ends, dimension: str,
-             evaluated: bool = False) -> dict[str, set[float]]:
-    """{the `dimension` of each contributor in ALARM: the `ends` at which it is} (`alarm` judged at each end)."""
+             evaluated: bool = False, evaluation_range: int | None = None) -> dict[str, set[float]]:
+    """{the `dimension` of each contributor in ALARM: the `ends` at which it is} (`alarm` judged at each end, over
+    `evaluation_range`)."""
     fired: dict[str, set[float]] = {}
     for end in ends:
-        for key, state in alarm(request, datapoints, end, evaluated=evaluated).items():
+        for key, state in alarm(request, datapoints, end, evaluation_range=evaluation_range,
+                                evaluated=evaluated).items():
             if state == "ALARM":
                 fired.setdefault(dict(key)[dimension], set()).add(end)
     return fired
