@@ -11,14 +11,15 @@ instance, read * 100) and around it; the rest keep the history's readings (busy 
 period's flag of each kind (whole GPUs, MIG instances), in both forms, gives the same series and values, and so do the
 alert as generated and its weighted sums (every pod's GPU, firing or not).
 
-The alert is judged through its sums: its terms (one a kind, `(sums >= N) or ...`) are each a comparison with the
-threshold N, and the sums form is the alert with its last comparison made one every sum passes, so in either form the
-alert is the sums form filtered by `>= N`, whatever the samples (_alert_is_its_sums_compared): where the sums give the
-same series and values, so does the alert. Its own evaluation (a third of promtool's 46 CPU-s) compared nothing
-more. An earlier period's flags are the latest period's read that many periods back (_read_periods_back: its
-subqueries offset, nothing outside them reading a series or the time), so the latest period's flags, compared at
-every evaluation and at 0 (every evaluation is a whole number of periods after one of those), judge every period's;
-the seven earlier periods' own evaluations (14 of the 16 flags) compared them again."""
+The alert is judged through its sums: its terms (one a kind, `(sums >= N) or ...`) are each a comparison of a kind's
+sums with the threshold N, nothing else (_alert_is_its_sums_compared), and each kind's sums are compared whole (every
+pod's GPU, firing or not): where each kind's sums give the same series and values, so does the alert, whatever the
+samples. (Compared as the alert with its last comparison made one every sum passes, the whole GPUs' sums were
+compared where they reached N alone: a weight that changed them under N passed.) Its own evaluation (a third of
+promtool's 46 CPU-s) compared nothing more. An earlier period's flags are the latest period's read that many periods
+back (_read_periods_back: its subqueries offset, nothing outside them reading a series or the time), so the latest
+period's flags, compared at every evaluation and at 0 (every evaluation is a whole number of periods after one of
+those), judge every period's; the seven earlier periods' own evaluations (14 of the 16 flags) compared them again."""
 
 from __future__ import annotations
 
@@ -90,11 +91,6 @@ def _own_pods(series: messy_history.Series) -> messy_history.Series:
             for (metric, labels), samples in series.items()}
 
 
-def _every_sum(expr: str) -> str:
-    """The alert with its sum's comparison made one every sum passes: the weighted sums themselves."""
-    return re.sub(r"\) >= \d+\)$", ") >= -1000000)", expr)
-
-
 def _top_level(expr: str, separator: str) -> list[str]:
     """`expr` split where `separator` stands outside every parenthesis, bracket, brace and quoted string (each of
     which closes within it)."""
@@ -121,11 +117,9 @@ def _top_level(expr: str, separator: str) -> list[str]:
     return [*parts, expr[begun:]]
 
 
-def _alert_is_its_sums_compared(alert: str) -> None:
+def _alert_is_its_sums_compared(alert: str) -> list[str]:
     """The alert is `(S1 >= N) or ... or (Sk >= N)`, each S compared at the top of its parenthesis (no `and`, `or`,
-    `unless` beside it there), and _every_sum makes it `(S1 >= N) or ... or (Sk >= -1000000)`: then the sums form
-    filtered by `>= N` is the alert for any samples (every series of the terms before the last passes the filter
-    again; the last term's series are kept by `or` where the alert keeps them, those at N or more of them)."""
+    `unless` beside it there): the sums S1 ... Sk, the alert written again from them."""
     terms = _top_level(alert, " or ")
     thresholds = set()
     for term in terms:
@@ -136,8 +130,9 @@ def _alert_is_its_sums_compared(alert: str) -> None:
         assert body and re.fullmatch(r"\d+", threshold), inside[-200:]
         thresholds.add(threshold)
     assert len(thresholds) == 1, thresholds
-    sums = _every_sum(alert)
-    assert sums == " or ".join([*terms[:-1], terms[-1][:-len(f" >= {threshold})")] + " >= -1000000)"])
+    sums = [term[1:-len(f" >= {threshold})")] for term in terms]
+    assert alert == " or ".join(f"({one} >= {threshold})" for one in sums)
+    return sums
 
 
 PERIOD = 300  # seconds: the idle alarm's period (thresholds.idle_minutes), its readings a subquery at the rule's step
@@ -191,9 +186,9 @@ def test_the_flags_by_sign_are_the_ratios_flags_on_a_messy_fleet(project, tmp_pa
     assert len(now) < 0.85 * len(before)
     kinds = sorted({kind for kind, _ in read}, key=str)
     assert len(kinds) == 2  # whole GPUs and MIG instances
-    _alert_is_its_sums_compared(before)
-    _alert_is_its_sums_compared(now)
-    forms = [("sums", ([{"expr": _every_sum(before)}], [{"expr": _every_sum(now)}]))]
+    forms = [(f"sums-{k}", ([{"expr": old}], [{"expr": new}])) for k, (old, new) in
+             enumerate(zip(_alert_is_its_sums_compared(before), _alert_is_its_sums_compared(now), strict=True))]
+    assert len(forms) == 2  # a kind's sums each
     def flags(period, kind) -> tuple[str, str]:
         return (f"({period_value(alarm, catalog, settings, period, kind)} {compare} bool {number(threshold)})",
                 f"({period_sign(alarm, catalog, settings, period, kind, threshold)} {compare} bool 0)")
@@ -202,7 +197,7 @@ def test_the_flags_by_sign_are_the_ratios_flags_on_a_messy_fleet(project, tmp_pa
         for latest, earlier in zip(flags(0, kind), flags(period, kind)):
             _read_periods_back(latest, earlier, period)
     forms += [(f"{kind}-0", ([{"expr": old}], [{"expr": new}])) for kind in kinds for old, new in [flags(0, kind)]]
-    assert len(forms) == 1 + 2
+    assert len(forms) == 2 + 2
     monkeypatch.setattr(messy_history, "_value", _near_the_level(messy_history._value))
     metrics = set(re.findall(r"\b(DCGM_[A-Z0-9_]+)\b", json.dumps(forms)))
     series = messy_history.input_series(_own_pods(messy_history.history(REPLICAS, SCRAPES, metrics)))
