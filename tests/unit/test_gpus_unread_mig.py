@@ -10,11 +10,10 @@ are split, GPU 0 whole, all along: 0. Read with GPU utilization alone, node-x's 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
+from generator.resources import default_counters
 from generator.stopped_gpus import UNREAD, read_fields
 from tests.support.agent_points import AGENT_FILE
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
@@ -41,9 +40,8 @@ def _page(node: str, k: int) -> str:
 
 
 def test_a_gpu_split_into_mig_instances_is_read_by_the_field_its_instances_report(tmp_path):
-    bundled = Path(__file__).parents[2] / "generator" / "defaults" / "dcgm-counters.csv"
     csv = tmp_path / "counters.csv"
-    csv.write_text("".join(line for line in bundled.read_text().splitlines(keepends=True)
+    csv.write_text("".join(line for line in default_counters().read_text().splitlines(keepends=True)
                            if not line.startswith(LEFT_OUT)))
     (tmp_path / "gpudash.yaml").write_text("{}\n")
     project = load_project(tmp_path / "gpudash.yaml", csv)
