@@ -308,8 +308,11 @@ def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding
     and is published as the pod's whole), the shared counters merged after it (their `max` would take a blank), and
     the unused shares and the flags past a level computed after it (a blank's would pass it); the staleness markers of
     the fields split per process dropped before the pods' totals processor, where a GPU's reading is picked from its
-    device series and copies (a marker first would make the pick a marker)."""
-    from ..render.agent_otel import FILTER, LEVELS, MARKERS, MERGE, PIPELINE, TOTALS, UNUSED
+    device series and copies (a marker first would make the pick a marker); each node's GPUs unread made in three
+    steps, in order: each GPU read once (metricstransform/gpudash), its index plus one and -1 (transform/gpudash-gpus),
+    their sum per node (metricstransform/gpudash-gpus)."""
+    from ..render.agent_otel import (FILTER, LEVELS, MARKERS, MERGE, PIPELINE, TOTALS, UNREAD_MERGE, UNREAD_TRANSFORM,
+                                     UNUSED)
 
     pipeline = ((otel.get("service") or {}).get("pipelines") or {}).get(PIPELINE)
     order = (pipeline.get("processors") or []) if isinstance(pipeline, dict) else []
@@ -331,6 +334,11 @@ def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding
     if LEVELS in order and order.index(LEVELS) < order.index(FILTER):
         yield Finding("AG005", "error", where, f"{LEVELS} runs before {FILTER}: DCGM's blank would be flagged past the "
                       "level (1, below every blank floor), and the alarm would read it as a reading past it")
+    unread = [name for name in (MERGE, UNREAD_TRANSFORM, UNREAD_MERGE) if name in order]
+    if UNREAD_TRANSFORM in unread and unread != sorted(unread, key=order.index):
+        yield Finding("AG005", "error", where, f"{MERGE}, {UNREAD_TRANSFORM} and {UNREAD_MERGE} run in another order "
+                      "than this: each node's GPUs unread would be made of its GPUs' readings, not of their indexes "
+                      "and count, and the GPU stopped reporting alarm would fire for every node")
 
 
 def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: str | None, marks: Collection[str],

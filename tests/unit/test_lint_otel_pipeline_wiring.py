@@ -248,3 +248,28 @@ def test_an_awsemf_setting_gpudash_does_not_write_fails_ag001(project):
     assert [f for f in _findings(project, artifacts, "AG001") if "output_destination" in f] == [
         f"AG001 {AGENT} gpudash-otel.yaml awsemf/gpudash: output_destination is not a setting gpudash writes: it changes "
         "what awsemf publishes (output_destination other than cloudwatch publishes nothing there); remove it"]
+
+
+def test_the_gpus_unread_made_out_of_order_fails_ag005(project):
+    """transform/gpudash-gpus moved before metricstransform/gpudash, which makes the GPUs' points it sets: a healthy
+    node of two GPUs (90 and 60 °C) reads 90 + 150 GPUs unread (its largest temperature and the sum of both) where it
+    reads 0, and the GPU stopped reporting alarm would fire for every node."""
+    def moved(otel):
+        order = otel["service"]["pipelines"][PIPELINE]["processors"]
+        order.remove("transform/gpudash-gpus")
+        order.insert(order.index("metricstransform/gpudash"), "transform/gpudash-gpus")
+
+    def unread(artifacts) -> list[float]:
+        config, job = agent_config(encode(artifacts)[AGENT])
+        agent = Agent(config, job)
+        return [p.value for k in range(2) for p in agent.scrape(Scrape(k * 30.0, READINGS, target_labels(job, NODE)))
+                if p.metric == "gpudash_gpus_unread" and p.timestamp == 30.0]
+
+    built = build(project, grafana=False)
+    assert unread(built) == [0.0] and _findings(project, built, "AG005") == []
+    edited = otel_edited(built, moved)
+    assert unread(edited) == [240.0]
+    assert [f for f in _findings(project, edited, "AG005") if "gpus" in f] == [
+        f"AG005 {AGENT} gpudash-otel.yaml {PIPELINE}: metricstransform/gpudash, transform/gpudash-gpus and "
+        "metricstransform/gpudash-gpus run in another order than this: each node's GPUs unread would be made of its "
+        "GPUs' readings, not of their indexes and count, and the GPU stopped reporting alarm would fire for every node"]
