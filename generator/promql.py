@@ -2202,7 +2202,8 @@ def reads_recording(query: Query, catalog: Catalog) -> bool:
     keys = set(group_keys(query.by))
     if not reads_copies_per_step(query, catalog) or query.as_increase or query.over or query.aggregation == "count":
         return False
-    return set(keys) <= POD_KEYS if "pod" in keys else not keys & {"namespace", "mig_instance", *FIELD_LABEL_KEYS}
+    return set(keys) <= POD_KEYS if "pod" in keys else not keys & {"namespace", "container", "mig_instance",
+                                                                    *FIELD_LABEL_KEYS}
 
 
 def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
@@ -2228,7 +2229,20 @@ def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
 
 def counted_fields(queries, catalog: Catalog) -> tuple[str, ...]:
     """The counters panels read as a rate of their recording (counted_rule), in the order first queried."""
-    return tuple(dict.fromkeys(q.metric for q in queries if reads_recording(q, catalog)))
+    return tuple(dict.fromkeys(name for q in queries for name in recorded_counters(q, catalog)))
+
+
+def recorded_counters(query: Query, catalog: Catalog) -> tuple[str, ...]:
+    """The counters a panel query reads as a rate of their recording: its field where reads_recording, and in a ratio
+    (`over`) each counter among the field and what it divides by, each read per GPU as a field alone is (recorded_rate)
+    where no outer grouping keeps a workload or MIG instance. A ratio's counters were read from recordings no rule
+    wrote: the panel drew nothing (lint GF002)."""
+    if not query.over:
+        return (query.metric,) if reads_recording(query, catalog) else ()
+    if query.raw_promql or query.as_increase or query.aggregation == "count" or \
+            set(group_keys(query.by)) & {"pod", "namespace", "container", "mig_instance", *FIELD_LABEL_KEYS}:
+        return ()
+    return tuple(name for name in (query.metric, *query.over) if name in catalog and catalog.get(name).is_counter)
 
 
 DASHBOARD_RANGE = "$__range"  # a panel's increase window: the dashboard's time range (range_increase)

@@ -23,7 +23,7 @@ from ..promql import (COST_NOTE, GPU_LABEL, WHOLE_GPUS_NOTE, Scope, copies_note,
                       draws_whole_gpus, expression, group_keys,
                       label_lookback, label_name, legend, listed_names, memory_share_note, named_pods_looked_back,
                       named_within_note, on_node, pod_named,
-                      over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
+                      over_note, presence, reads_copies_per_step, recorded_counters, recording_note, with_cluster)
 from ..settings import Settings
 
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -323,13 +323,13 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
             texts.append(f"{metric.help} ({metric.name}){rate}")
     texts += [WHOLE_GPUS_NOTE for query in panel.queries if draws_whole_gpus(query)]
     per_step = dict.fromkeys(("pod" in group_keys(query.by), query.as_increase) for query in panel.queries
-                             if reads_copies_per_step(query, catalog) and not reads_recording(query, catalog))
+                             if reads_copies_per_step(query, catalog) and not recorded_counters(query, catalog))
     if per_step:  # what the exact reading costs, then how it is timed (the description ends with that)
         texts.append(COST_NOTE)
     for per_pod, whole_range in per_step:
         texts.append(copies_note(scrape_seconds, per_pod, whole_range))
     texts += [recording_note(scrape_seconds, "pod" in group_keys(query.by)) for query in panel.queries
-              if reads_recording(query, catalog)]
+              if recorded_counters(query, catalog)]
     texts += [counted_within_note(scrape_seconds) for query in panel.queries
               if query.aggregation == "count" and not query.raw_promql]
     texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu,
