@@ -1575,9 +1575,9 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
                          f"span {window / 3600:g} hours; CloudWatch evaluates an alarm over {said} at most "
                          f"(PutMetricAlarm refuses more)", where=alarm.defined_at,
                          hint=f"keep period_seconds x evaluation_periods within {limit:,} s")
-    requests = []
     if forms[0].kind == "unread":  # the GPU stopped reporting rule: each node's GPUs unread, per cluster
         return each([lambda c: _unread_request(alarm, settings, forms[0].plan, c)])
+    requests = []
     if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
         # DCGM source), and a GROUP BY alarm per GPU
         by_index: dict[int, Maker] = {}  # one maker for a cluster's first DaemonSet, one for its second...
