@@ -18,8 +18,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.projects import bundled_panels, bundled_project
-from tests.support.prometheus_server import STALE, written_fixture
+from tests.support.prometheus_server import written_fixture
 from tests.support.range_panels import panel_at
+from tests.support.scraped_gpus import scraped
 
 SPAN, STEP, ROLLOUT, NEW_PHASE = 3600, 30, 1800, 11
 WATTS = {"A": 300, "B": 500, "C": 700, "D": 200, "E": 400, "F": 600, "G": 100, "H": 800, "I": 900}
@@ -38,19 +39,15 @@ def _exporters():
 
 
 def _scraped(start: int) -> dict[tuple, list[tuple[float, str]]]:
-    series: dict[tuple, list[tuple[float, str]]] = {}
-    for node, (host, named), address, phase, order, more, first, last, failed in _exporters():
-        for t in range(first, last + STEP, STEP):
-            for index, name in enumerate(order):
-                for metric, value in (("DCGM_FI_DEV_GPU_TEMP", 40), ("DCGM_FI_DEV_POWER_USAGE", WATTS[name] + more)):
-                    labels = tuple(sorted({"__name__": metric, "gpu": str(index), "UUID": f"GPU-{name}",
-                                           "device": f"nvidia{index}", "modelName": "NVIDIA L4", host: named,
-                                           "instance": f"{address}:9400", "job": "gpu-metrics", **node}.items()))
-                    # a failed scrape: a staleness marker for each series of the one before
-                    series.setdefault(labels, []).append((start + t + phase, STALE if t in failed else str(value)))
-                    if t == last and last < SPAN:  # the old exporter's target removed after its last scrape
-                        series[labels].append((start + t + phase + STEP, STALE))
-    return series
+    """Each exporter from its first scrape to its last, an old one's target then removed (each series gone: a
+    staleness marker), a failed scrape a staleness marker for each series of the one before."""
+    def held(node: dict, host: tuple[str, str], order: str, more: int, first: int, last: int, failed: tuple):
+        return lambda t: None if t in failed else [
+            ({"gpu": str(index), "UUID": f"GPU-{name}", host[0]: host[1], **node}, WATTS[name] + more)
+            for index, name in enumerate(order)] if first <= t <= last else []
+    return scraped(start, [(address, phase, held(node, host, order, more, first, last, failed))
+                           for node, host, address, phase, order, more, first, last, failed in _exporters()],
+                   SPAN, STEP)
 
 
 rolled = written_fixture("exporter-overlap-long-and-unnamed", _scraped, SPAN, STEP)

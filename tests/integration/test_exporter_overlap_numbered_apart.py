@@ -13,27 +13,22 @@ from __future__ import annotations
 import pytest
 
 from tests.support.projects import bundled_panels, bundled_project
-from tests.support.prometheus_server import STALE, written_fixture
+from tests.support.prometheus_server import written_fixture
 from tests.support.range_panels import panel_at
+from tests.support.scraped_gpus import scraped
 
 SPAN, STEP, ROLLOUT, OVERLAP, NEW_PHASE = 3600, 30, 1800, 60, 11
 WATTS = {"A": 300, "B": 500, "C": 700}
 
 
 def _scraped(start: int) -> dict[tuple, list[tuple[float, str]]]:
-    series: dict[tuple, list[tuple[float, str]]] = {}
-    for address, phase, order, more, first, last in (("10.0.0.5", 0, "ABC", 0, 0, ROLLOUT + OVERLAP - STEP),
-                                                      ("10.0.0.6", NEW_PHASE, "CAB", 10, ROLLOUT, SPAN)):
-        for t in range(first, last + STEP, STEP):
-            for index, name in enumerate(order):
-                for metric, value in (("DCGM_FI_DEV_GPU_TEMP", 40), ("DCGM_FI_DEV_POWER_USAGE", WATTS[name] + more)):
-                    labels = tuple(sorted({"__name__": metric, "gpu": str(index), "UUID": f"GPU-{name}",
-                                           "device": f"nvidia{index}", "modelName": "NVIDIA L4", "Hostname": "n1",
-                                           "instance": f"{address}:9400", "job": "gpu-metrics", "node": "n1"}.items()))
-                    series.setdefault(labels, []).append((start + t + phase, str(value)))
-                    if t == last and last < SPAN:  # the old exporter's target removed after its last scrape
-                        series[labels].append((start + t + phase + STEP, STALE))
-    return series
+    """The old exporter scraped to its last scrape, its target then removed (each series gone: a staleness marker);
+    the new one from the rollout."""
+    def held(order: str, more: int, first: int, last: int):
+        return lambda t: [({"gpu": str(index), "UUID": f"GPU-{name}", "Hostname": "n1", "node": "n1"},
+                           WATTS[name] + more) for index, name in enumerate(order)] if first <= t <= last else []
+    return scraped(start, [("10.0.0.5", 0, held("ABC", 0, 0, ROLLOUT + OVERLAP - STEP)),
+                           ("10.0.0.6", NEW_PHASE, held("CAB", 10, ROLLOUT, SPAN))], SPAN, STEP)
 
 
 rotated = written_fixture("exporter-overlap-numbered-apart", _scraped, SPAN, STEP)

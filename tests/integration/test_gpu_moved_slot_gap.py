@@ -15,8 +15,9 @@ from typing import Callable
 import pytest
 
 from tests.support.projects import bundled_panels, bundled_project
-from tests.support.prometheus_server import STALE, backfilled_fixture, written_fixture
+from tests.support.prometheus_server import backfilled_fixture, written_fixture
 from tests.support.range_panels import panel_at
+from tests.support.scraped_gpus import scraped
 
 SPAN, STEP, MOVED = 3600, 30, 1800
 MISSED = (MOVED + 60, MOVED + 90)
@@ -89,24 +90,15 @@ Exporter = tuple[str, int, "Callable[[int], list[tuple[str, str, int]] | None]"]
 
 def _scraped(start: int, exporters: list[Exporter]) -> dict[tuple, list[tuple[float, str]]]:
     """{labels: [(second, value or STALE)]} of `exporters` (address, phase in seconds, what each scrape at t holds:
-    (UUID, Hostname, watts) per GPU at index 0, or None for a failed scrape) scraped every STEP over SPAN."""
-    series: dict[tuple, list[tuple[float, str]]] = {}
-    for address, phase, held in exporters:
-        before: set[tuple] = set()
-        for t in range(0, SPAN + 1, STEP):
-            scraped, at = held(t), start + t + phase
-            now = set()
-            for uuid, host, watts in scraped or ():
-                for metric, value in (("DCGM_FI_DEV_GPU_TEMP", 40), ("DCGM_FI_DEV_POWER_USAGE", watts)):
-                    labels = tuple(sorted({"__name__": metric, "gpu": "0", "UUID": uuid, "device": "nvidia0",
-                                           "modelName": "NVIDIA L4", "Hostname": host, "instance": f"{address}:9400",
-                                           "job": "gpu-metrics"}.items()))
-                    series.setdefault(labels, []).append((at, str(value)))
-                    now.add(labels)
-            for labels in before - now:  # gone from this scrape, or the scrape failed: a staleness marker
-                series[labels].append((at, STALE))
-            before = now
-    return series
+    (UUID, Hostname, watts) per GPU at index 0, or None for a failed scrape) scraped every STEP over SPAN
+    (scraped_gpus.scraped)."""
+    def at_index_0(held):
+        def gpus(t: int):
+            read = held(t)
+            return None if read is None else [({"gpu": "0", "UUID": uuid, "Hostname": host}, watts)
+                                              for uuid, host, watts in read]
+        return gpus
+    return scraped(start, [(address, phase, at_index_0(held)) for address, phase, held in exporters], SPAN, STEP)
 
 
 def _moved(to: str, phase: int):
