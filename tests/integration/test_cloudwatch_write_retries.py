@@ -441,6 +441,7 @@ def test_an_alarm_a_person_creates_between_a_retrys_look_and_its_resend_is_not_o
     at_every_wait(monkeypatch, deadline_clock, person, alarms_only=True)
     code, report, stderr = apply()
     assert len(failed) >= 12 and "Traceback" not in stderr, stderr
+    assert made, "the person made no alarm"  # else nothing was there to overwrite
     assert [n for n in made if alarms(client)[n]["Threshold"] != 7.0] == [], f"{made} overwritten"
 
 
