@@ -283,6 +283,9 @@ CASES = [
              "add `critical:`"),
     settings("unknown threshold", "thresholds:\n  gpu_temperature: {warning: 1, critical: 2}\n", "gpudash.yaml:2",
              "did you mean 'gpu_temp_celsius'"),
+    # no GPU is ever under 0 %: the idle alarm and rule were written (and billed) and could never fire
+    settings("idle threshold 0", "thresholds:\n  idle_gpu_util_percent: 0\n", "gpudash.yaml:2",
+             "idle_gpu_util_percent: 0", "more than 0"),
     settings("idle minutes too short", "thresholds:\n  idle_minutes: 2\n", "gpudash.yaml:2", "at least 5"),
     settings("idle minutes between periods", "thresholds:\n  idle_minutes: 9\n", "gpudash.yaml:2",
              "not a multiple of 5", "write a multiple of 5"),
