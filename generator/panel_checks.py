@@ -138,9 +138,20 @@ def threshold_problem(alarm: Alarm, catalog: Catalog) -> tuple[str, str] | None:
         if query is None or query.raw_promql or query.metric not in catalog or query.aggregation in ("sum", "count"):
             continue
         unit = charted_unit(query, catalog)
-        if unit.bounds is None or unit.bounds[0] <= condition.threshold <= unit.bounds[1]:
+        if unit.bounds is None:
             continue
         low, high = unit.bounds
+        threshold, comparison = condition.threshold, condition.comparison
+        # at a bound itself: `> top` and `< bottom` never hold (a framebuffer full past ratio 1.0, a GPU used under
+        # 0 %: generate wrote such alarms, billed, that could not fire), `>= bottom` and `<= top` always do
+        edge = {(">", high): True, ("<", low): True, (">=", low): False, ("<=", high): False}.get((comparison, threshold))
+        if edge is not None:
+            return (f"alarm {alarm.id!r}: threshold {threshold:g} is the {'top' if threshold == high else 'bottom'} "
+                    f"of {low:g}-{high:g}, the range of {query.metric}'s values ({unit.label}): `{comparison} "
+                    f"{threshold:g}` {'never holds' if edge else 'always holds'}",
+                    f"write a threshold inside {low:g}-{high:g}")
+        if low <= threshold <= high:
+            continue
         never = (condition.comparison in (">", ">=")) == (condition.threshold > high)
         return (f"alarm {alarm.id!r}: threshold {condition.threshold:g} is outside {low:g}-{high:g}, the range of "
                 f"{query.metric}'s values ({unit.label}): `{condition.comparison} {condition.threshold:g}` "

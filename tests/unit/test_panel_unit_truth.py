@@ -169,9 +169,17 @@ ALARM_REFUSED = {
     "past a percentage's top": (f'Query("{UTIL}", "max"), ">", 150', "never"),
     "a percentage for a share of two fields": (f'Query("{FB_USED}", "max", ("pod",), over=("{FB_USED}", '
                                                f'"{FB_FREE}")), ">", 90', "never"),
+    # at a bound itself: generate wrote these (exit 0), alarms billed that could not fire or fire always
+    "above the top itself": (f'Query("{FB_USED}", "max", ("pod",), over=("{FB_USED}", "{FB_FREE}")), ">", 1.0',
+                             "never"),
+    "below the bottom itself": (f'Query("{UTIL}", "avg", ("pod",)), "<", 0', "never"),
+    "at least the bottom": (f'Query("{UTIL}", "min"), ">=", 0', "always"),
+    "at most the top": (f'Query("{TENSOR}", "max", ("pod",)), "<=", 1', "always"),
 }
 ALARM_BUILT = {
     "a ratio's level": f'Query("{TENSOR}", "avg", ("pod",)), "<", 0.1',
+    "a full framebuffer, reached": f'Query("{FB_USED}", "max", ("pod",), over=("{FB_USED}", "{FB_FREE}")), ">=", 1',
+    "no use at all": f'Query("{UTIL}", "max", ("pod",)), "<=", 0',
     "a pod's GPUs summed past 100 %": f'Query("{UTIL}", "sum", ("pod",)), ">", 150',
     "a unit without a range": 'Query("DCGM_FI_DEV_GPU_TEMP", "max"), ">", 150',
 }
