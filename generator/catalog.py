@@ -410,7 +410,13 @@ def _is_bundled(source: str) -> bool:
 def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     """Parse counters CSV text. Raises InputError naming source:line on the first bad record."""
     if text.startswith("\ufeff"):
-        text = text[1:]
+        # Go's encoding/csv, which the exporter reads its counters with, keeps the mark: "\ufeff# ..." is no comment
+        # and "\ufeffDCGM_FI_..." no field it knows, and the exporter exits on either (it collects nothing).
+        raise InputError("the file starts with a UTF-8 byte order mark (BOM): the DCGM exporter reads it as part of "
+                         "the first line (Go's encoding/csv keeps it), which is then neither a comment nor a field "
+                         "it knows, and it refuses the whole file and exits", where=f"{source}:1",
+                         hint="save the file as UTF-8 without a BOM (e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' FILE), in "
+                              "this file and in the exporter's (the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
     metrics: list[Metric] = []
     seen: dict[str, Metric] = {}
     repeats: list[str] = []
@@ -478,4 +484,4 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
 def load_counters(path: Path) -> Catalog:
     hint = "pass --csv with the exporter's counters file, or omit it to use the settings' counters (else the bundled one)"
     data = read_bytes(path, "counters CSV", hint)
-    return parse_counters(decode_utf8(data, path, "counters file"), source=str(path))
+    return parse_counters(decode_utf8(data, path, "counters file", keep_bom=True), source=str(path))

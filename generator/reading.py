@@ -39,15 +39,16 @@ def read_bytes(path: Path, what: str, hint: str, limit: int = MAX_INPUT_BYTES) -
     return data
 
 
-def decode_utf8(data: bytes, path: Path | str, what: str) -> str:
-    """Text of `data`, or an InputError naming the line of the first byte that is not UTF-8."""
+def decode_utf8(data: bytes, path: Path | str, what: str, keep_bom: bool = False) -> str:
+    """Text of `data`, or an InputError naming the line of the first byte that is not UTF-8. A leading byte order
+    mark is dropped, unless `keep_bom` (a file whose other reader keeps it, judged by its parser)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", where=f"{path}:{line}",
                          hint=f"save the {what} as UTF-8") from None
-    return text.removeprefix("\ufeff")
+    return text if keep_bom else text.removeprefix("\ufeff")
 
 
 def list_folder(folder: Path, what: str, hint: str) -> list[str]:

@@ -24,6 +24,7 @@ from generator.project import load_project
 from generator.promql import counted_fields
 from generator.render.alarms import counter_groups
 from generator.render.scrape import scrape_job
+from generator.resources import default_counters
 from tests.support import kube_state
 from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
@@ -2350,6 +2351,23 @@ def test_a_missing_metric_in_the_exporters_csv(stack):
     assert detail.startswith("ConfigMap gpu-operator/custom-dcgm-metrics key dcgm-metrics.csv lacks DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS, ")
     assert "DCGM_FI_DEV_GPU_UTIL" not in detail
     assert fix == "add those fields to the exporter's counters CSV, or stop using them in definitions"
+
+
+def test_a_byte_order_mark_in_the_exporters_csv(stack):
+    """The exporter reads its counters with Go's encoding/csv, which keeps a UTF-8 byte order mark: the first line is
+    then no field it knows and it exits, whatever fields the file lists."""
+    cluster, verify = stack
+    cluster.set_env("DCGM_EXPORTER_COLLECTORS", "/etc/dcgm-exporter/custom/dcgm-metrics.csv")
+    spec = cluster.daemonset["spec"]["template"]["spec"]
+    spec["volumes"].append({"name": "metrics-config", "configMap": {"name": "custom-dcgm-metrics"}})
+    spec["containers"][0]["volumeMounts"].append({"name": "metrics-config", "mountPath": "/etc/dcgm-exporter/custom"})
+    bundled = default_counters().read_text()
+    cluster.configmap("gpu-operator", "custom-dcgm-metrics", {"dcgm-metrics.csv": "\ufeff" + bundled})
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--skip", "exporter")
+    detail, fix = _failures(checks)[("kube", "counters CSV")]
+    assert code == 1 and detail.startswith("ConfigMap gpu-operator/custom-dcgm-metrics key dcgm-metrics.csv is invalid: "
+                                           "the file starts with a UTF-8 byte order mark (BOM)")
+    assert "without a BOM" in fix
 
 
 def test_table_output_and_skip(stack):

@@ -150,7 +150,13 @@ CASES = [
     csv("not UTF-8", b"DCGM_FI_DEV_GPU_UTIL, gauge, u\n# ok\nDCGM_FI_DEV_FB_USED, gauge, \xff\xfe\n",
         "counters.csv:3", "not UTF-8"),
     csv("UTF-16", "DCGM_FI_DEV_GPU_UTIL, gauge, u\n".encode("utf-16"), "counters.csv:1", "not UTF-8"),
-    csv("byte-order mark then a bad type", "\ufeffDCGM_FI_DEV_GPU_UTIL, gauges, u\n", "counters.csv:1", "'gauges'"),
+    # the exporter (Go's encoding/csv) keeps the mark: its first line is then no comment and no field, and it exits
+    csv("byte-order mark", "\ufeffDCGM_FI_DEV_GPU_UTIL, gauge, u (in %).\n", "counters.csv:1", "byte order mark",
+        "the DCGM exporter reads it as part of the first line", "without a BOM"),
+    csv("byte-order mark before a comment", "\ufeff# Format,,\nDCGM_FI_DEV_GPU_UTIL, gauge, u (in %).\n",
+        "counters.csv:1", "byte order mark"),
+    flags("--csv with a byte-order mark", ("metrics", "--csv", "other.csv"), "byte order mark",
+          files={"other.csv": "\ufeffDCGM_FI_DEV_GPU_UTIL, gauge, u (in %).\n"}, where="other.csv:1"),
     Case("csv: counters is a folder", {"gpudash.yaml": "counters: .\n"}, None, ("is a folder",)),
     # told at the settings key that names it (the path is read from the settings file's folder), not as a --csv
     Case("csv: counters file missing", {"gpudash.yaml": "# ours\ncounters: nowhere.csv\n"}, "gpudash.yaml:2",
