@@ -313,6 +313,27 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     return judged
 
 
+# scrapes a period of the rule holds at least: a node's other GPUs vouch for its exporter by a reading in each period (on
+# CloudWatch, a datapoint of UNREAD in each), so a period of one scrape interval holds none when a scrape lands a
+# little late (an exporter whose scrapes fall at a period's edge: most periods hold one, some two, some none) or
+# fails; its CloudWatch alarm (every period breaching, no data not breaching) then missed a GPU stopped for an hour
+# (60 s periods at 60 s scrapes landing within 0.3 s of the minute: in ALARM at 15 of the 78 minutes it should be,
+# over an evaluation range one period longer than the alarm's), and its Prometheus rule let go of the GPU at any
+# evaluation whose window held no scrape of the node. Two scrape intervals keep a reading in each period.
+SCRAPES_PER_PERIOD = 2
+
+
+def period_problem(period: int, interval: int) -> str:
+    """Why the rule cannot judge periods of `period` seconds at scrapes every `interval` ("" where it can)."""
+    if period >= SCRAPES_PER_PERIOD * interval:
+        return ""
+    return (f"its period of {period} s is under {SCRAPES_PER_PERIOD} scrape intervals (scrape.interval {interval} s): "
+            f"the rule judges a GPU against its node's other GPUs reading in each period, and a period that short "
+            f"holds no scrape whenever one lands a little late or fails (a node's scrapes falling at a period's "
+            f"edge): its CloudWatch alarm, every period breaching and no data not breaching, then misses the lost "
+            f"GPU, and its Prometheus rule lets go of it")
+
+
 def fields_read(catalog, settings: Settings, metric: str) -> tuple[str, ...]:
     """The fields a GPU reads by where the rule reads `metric`: it and, where a GPU may be split into MIG instances and
     MIG does not report it (GPU utilization), the field they report (Catalog.mig_presence: its stand-in, engine

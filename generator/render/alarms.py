@@ -1562,6 +1562,8 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             from None
     if not forms:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
+    if forms[0].kind == "unread":  # its periods hold enough scrapes first: the period it asks for fits both backends
+        _check_stopped_period(alarm, settings)
     _check_period(alarm, settings)
     window = alarm.period_seconds * alarm.evaluation_periods
     if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
@@ -1863,8 +1865,25 @@ def of_settings_clusters(expr: str, settings: Settings) -> str:
 def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple:
     """A stopped alarm's (fields, settings, period, periods): its presence field and its MIG stand-in
     (stopped_gpus.fields_read)."""
+    _check_stopped_period(alarm, settings)
     fields = stopped_gpus.fields_read(catalog, settings, _alert_query(alarm, settings).metric)
     return fields, settings, alarm.period_seconds, alarm.evaluation_periods
+
+
+def _check_stopped_period(alarm: Alarm, settings: Settings) -> None:
+    """A stopped alarm's period holds stopped_gpus.SCRAPES_PER_PERIOD scrapes at least (period_problem), on either
+    backend."""
+    interval = settings.scrape.seconds
+    problem = stopped_gpus.period_problem(alarm.period_seconds, interval)
+    if problem:
+        # the shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals that holds
+        # enough of them
+        period = 60
+        while period < stopped_gpus.SCRAPES_PER_PERIOD * interval or period % interval:
+            period += 60
+        raise InputError(f"alarm {alarm.id!r}: {problem}", where=alarm.defined_at,
+                         hint=f"give the alarm period_seconds={period} or more (at least "
+                              f"{stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals), or scrape more often")
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:
