@@ -153,6 +153,13 @@ class Line:
 
 OVERRIDE_HINT = 'give a JSON object like {"rates": {"dashboard_month": {"price": 3.0}}}'
 _TEXT_FIELDS = ("unit", "source", "as_of")  # what a rate may carry besides its numbers
+# the fields of rates that count things, with what they count: a whole number of them (3.0 is 3)
+_COUNTS = {("free_dashboards", "count"): "dashboards", ("free_dashboards", "max_metrics"): "metrics",
+           ("free_tier", "custom_metrics"): "metrics", ("free_tier", "alarm_metrics"): "alarm metrics"}
+
+
+def _whole(value: Any) -> bool:
+    return _amount(value) and float(value).is_integer()
 
 
 def _one_of(name: str, known, what: str) -> str:
@@ -199,6 +206,8 @@ def check_overrides(extra: Any, prices: dict[str, Any], where: str) -> None:
                 good = isinstance(value, list) and value and all(
                     isinstance(t, list) and len(t) == 2 and (t[0] is None or _amount(t[0])) and _amount(t[1])
                     for t in value)
+            elif (name, field) in _COUNTS:
+                expected, good = f"a whole number of {_COUNTS[name, field]}, 0 or more", _whole(value)
             elif field in numbers:
                 expected, good = "a number of 0 or more", _amount(value)
             else:
@@ -214,6 +223,12 @@ def _check_tiers(tiers: list, name: str, where: str) -> None:
     """Tiers price every unit: the last is of null units (the rest), and none comes after it (`tiered` prices what
     passes the last bounded tier at nothing, and stops at the rest's)."""
     hint = "end the tiers with one of null units (the rest), e.g. [[10000, 0.3], [null, 0.1]]"
+    for k, (size, _) in enumerate(tiers):
+        if size is not None and not (_whole(size) and size >= 1):
+            raise InputError(f"{name}[{k}] is a tier of {json.dumps(size)} units: a tier holds a whole number of "
+                             f"units, 1 or more (what the Region's metrics are counted in), or null for the rest",
+                             where=where, hint="write each tier's units as a whole number, e.g. [[10000, 0.3], "
+                                               "[240000, 0.1], [null, 0.05]]; leave out a tier of none")
     rest = [k for k, (size, _) in enumerate(tiers) if size is None]
     if rest and rest[0] < len(tiers) - 1:
         raise InputError(f"{name} holds a tier after the one of null units (the rest): it is never reached",

@@ -63,6 +63,12 @@ def flags(name: str, args: tuple[str, ...], *says: str, files=None, where=None, 
     return Case(f"flags: {name}", files or {}, where, says, args=args, code=code)
 
 
+def prices(name: str, rates: dict, *says: str) -> Case:
+    """`gpudash cost --prices p.json` with a file of these rates, told at the file."""
+    return flags(f"cost --prices {name}", ("cost", "--pods", "3", "--prices", "p.json"), *says,
+                 files={"p.json": json.dumps({"rates": rates})}, where="p.json")
+
+
 def environment(name: str, env: dict[str, str], where: str | None, *says: str, files=None,
                 args=("generate", "--out", "build")) -> Case:
     return Case(f"environment: {name}", files or {}, where, says, args=args, env=env)
@@ -614,6 +620,17 @@ CASES = [
           'end the tiers with one of null units (the rest), e.g. [[10000, 0.3], [null, 0.1]]',
           files={"p.json": '{"rates": {"custom_metric_month": {"tiers": [[null, 0.3], [10000, 0.1]]}}}'},
           where="p.json"),
+    # counts of things and tier sizes are whole: half a free dashboard, a tier of no metrics or of half a one mean nothing
+    prices("with half a free dashboard", {"free_dashboards": {"count": 2.5}},
+           "rates.free_dashboards.count is 2.5, not a whole number of dashboards, 0 or more", '{"count": 3}'),
+    prices("with a fraction of free alarm metrics", {"free_tier": {"alarm_metrics": 0.5}},
+           "rates.free_tier.alarm_metrics is 0.5, not a whole number of alarm metrics"),
+    prices("with a tier of no units", {"custom_metric_month": {"tiers": [[0, 0.3], [None, 0.1]]}},
+           "rates.custom_metric_month.tiers[0] is a tier of 0 units: a tier holds a whole number of units, 1 or more",
+           "leave out a tier of none"),
+    prices("with a tier of a fraction of units",
+           {"custom_metric_month": {"tiers": [[10000, 0.3], [10000.5, 0.2], [None, 0.1]]}},
+           "rates.custom_metric_month.tiers[1] is a tier of 10000.5 units"),
     flags("cost --prices not JSON", ("cost", "--pods", "3", "--prices", "p.json"), "not JSON",
           files={"p.json": '{"rates":\n  {]'}, where="p.json:2"),
     flags("cost without --pods", ("cost",), "--pods"),

@@ -306,6 +306,20 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_pa
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
 
+def test_counts_written_whole_and_amounts_in_fractions_are_kept(everything, tmp_path):
+    """Counts are whole (3.0 is 3), 0 among them (the account's other use takes the free tier); GB and prices take
+    fractions. A count of half a thing or a tier of a fraction of a unit is refused (test_bad_input)."""
+    override = tmp_path / "prices.json"
+    override.write_text(json.dumps({"rates": {"free_dashboards": {"count": 3.0}, "free_tier": {
+        "custom_metrics": 0, "log_gb": 2.5}, "custom_metric_month": {"tiers": [[10000.0, 0.3], [None, 0.1]]}}}))
+    fleet = Fleet(clusters=1, pods=10, churn=0)
+    bundled, changed = (_lines(estimates(everything, fleet, prices)) for prices in (load_prices(),
+                                                                                   load_prices(overrides=override)))
+    # the bundled free tier's 10 metrics now billed at the first tier's $0.30
+    assert changed["custom metrics"]["monthly"] == pytest.approx(bundled["custom metrics"]["monthly"] + 10 * 0.30)
+    assert changed["dashboards"]["monthly"] == bundled["dashboards"]["monthly"]
+
+
 def test_cost_command_json_and_table(cli, tmp_path):
     code, stdout, _ = cli("cost", "--pods", "500", "--clusters", "3", "--churn", "3000", "--output", "json")
     result = json.loads(stdout)
