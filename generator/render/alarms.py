@@ -1871,19 +1871,43 @@ def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple
 
 
 def _check_stopped_period(alarm: Alarm, settings: Settings) -> None:
-    """A stopped alarm's period holds stopped_gpus.SCRAPES_PER_PERIOD scrapes at least (period_problem), on either
-    backend."""
-    interval = settings.scrape.seconds
-    problem = stopped_gpus.period_problem(alarm.period_seconds, interval)
+    """A stopped alarm of the user's own holds stopped_gpus.SCRAPES_PER_PERIOD scrapes a period at least
+    (period_problem), on either backend; the bundled rule, whose period the user does not write, is kept with a
+    warning (short_stopped_periods)."""
+    if settings.definitions.alarms is None:
+        return
+    problem = stopped_gpus.period_problem(alarm.period_seconds, settings.scrape.seconds)
     if problem:
-        # the shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals that holds
-        # enough of them
-        period = 60
-        while period < stopped_gpus.SCRAPES_PER_PERIOD * interval or period % interval:
-            period += 60
         raise InputError(f"alarm {alarm.id!r}: {problem}", where=alarm.defined_at,
-                         hint=f"give the alarm period_seconds={period} or more (at least "
+                         hint=f"give the alarm period_seconds={stopped_period(settings)} or more (at least "
                               f"{stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals), or scrape more often")
+
+
+def stopped_period(settings: Settings) -> int:
+    """The shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals that holds
+    stopped_gpus.SCRAPES_PER_PERIOD of them."""
+    interval, period = settings.scrape.seconds, 60
+    while period < stopped_gpus.SCRAPES_PER_PERIOD * interval or period % interval:
+        period += 60
+    return period
+
+
+def short_stopped_periods(project) -> list[tuple[str, str, str]]:
+    """(where, what, fix) of each bundled stopped rule whose period holds too few scrapes (period_problem): at
+    scrape.interval 5m its 5-minute periods hold one. It is kept (the user does not write its period), and said."""
+    settings = project.settings
+    interval = settings.scrape.seconds
+    return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {problem}",
+             f"give scrape.interval {interval_for(alarm.period_seconds)} or less, or copy the bundled alarms into a "
+             f"folder of your own, named in definitions.alarms, and give it period_seconds={stopped_period(settings)}")
+            for alarm in project.alarms if alarm.stopped and settings.definitions.alarms is None
+            for problem in [stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
+
+
+def interval_for(period: int) -> str:
+    """The longest scrape interval of whole seconds that divides `period` and fits SCRAPES_PER_PERIOD in it."""
+    seconds = next(s for s in range(period // stopped_gpus.SCRAPES_PER_PERIOD, 0, -1) if period % s == 0)
+    return f"{seconds}s"
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:

@@ -85,3 +85,20 @@ def test_two_scrape_intervals_a_period_fire_at_every_range_with_scrapes_at_the_m
     ready = (LOST + period * periods) // 60  # the minute the window holds only periods since the loss
     fired = cloudwatch_eval.fired_at(request, points, [m * 60 for m in range(31, 118)], "node")
     assert fired == {"node-a": {m * 60 for m in range(ready, 118)}}
+
+
+def test_the_bundled_rule_at_five_minute_scrapes_is_kept_and_said(tmp_path, cli):
+    """The bundled rule's 5-minute periods hold one scrape at scrape.interval 5m: it is kept (its period is not the
+    user's to write), and generate warns with what to do, in text and in JSON."""
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text("scrape:\n  interval: 5m\n")
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0, stderr
+    assert ("alarm 'gpu-stopped-reporting' (bundled): its period of 300 s is under 2 scrape intervals "
+            "(scrape.interval 300 s)") in stderr
+    assert "fix: give scrape.interval 150s or less, or copy the bundled alarms" in stderr
+    rules = (tmp_path / "build" / "prometheus" / "rules.yaml").read_text()
+    assert "GpudashGpuStoppedReporting" in rules
+    code, stdout, _ = cli("generate", "--config", str(settings), "--out", str(tmp_path / "json"), "--output", "json")
+    (warning,) = [n for n in json.loads(stdout)["warnings"] if "gpu-stopped-reporting" in n["message"]]
+    assert warning["fix"].startswith("give scrape.interval 150s or less")
