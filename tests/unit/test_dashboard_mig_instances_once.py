@@ -214,7 +214,7 @@ def _rule(field: str, how: str, group: str) -> str:
 
 
 ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
-    f"    yield Alarm({_rule(field, how, group)!r}, 'X', Condition(Query({field!r}, {how!r}, {by!r}), '>', 1),\n"
+    f"    yield Alarm({_rule(field, how, group)!r}, 'X', Condition(Query({field!r}, {how!r}, {by!r}), '>=', 1),\n"
     f"                description='x', runbook='y')\n" for field in FIELDS for how in HOW for group, by in GROUPS.items())
 
 

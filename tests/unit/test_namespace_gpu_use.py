@@ -59,7 +59,7 @@ DASHBOARDS = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef
               "    yield Dashboard(id='ns', title='Namespaces', rows=[Row('all', panels)])\n")
 ALARMS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
     f"    yield Alarm({_name(field, aggregation)!r}, 'T', Condition(Query({field!r}, {aggregation!r}, ('namespace',)), "
-    f"'>', 1), description='d', runbook='r')\n" for field, aggregation in CASES))
+    f"'>=', 1), description='d', runbook='r')\n" for field, aggregation in CASES))
 
 
 def _truth(field: str, aggregation: str) -> dict[str, float]:

@@ -62,7 +62,7 @@ def _name(field: str, aggregation: str, by: str) -> str:
 
 def _alarm(field: str, aggregation: str, by: str) -> str:
     return (f"    yield Alarm({_name(field, aggregation, by)!r}, 'T', Condition(Query({field!r}, {aggregation!r}, "
-            f"{BY[by]!r}), '>', 1), description='d', runbook='r')\n")
+            f"{BY[by]!r}), '>=', 1), description='d', runbook='r')\n")
 
 
 @pytest.fixture(scope="module", params=["otel", "classic"])

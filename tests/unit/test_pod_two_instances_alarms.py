@@ -40,7 +40,7 @@ def _name(aggregation: str, by: str) -> str:
 def alarmed(request, tmp_path_factory):
     text = HEAD + "".join(
         f"    yield Alarm({_name(aggregation, by)!r}, 'T', Condition(Query({field!r}, {aggregation!r}, {BY[by]!r}), "
-        f"'>', 1), description='d', runbook='r')\n" for field, aggregation, by in CASES)
+        f"'>=', 1), description='d', runbook='r')\n" for field, aggregation, by in CASES)
     project = defined_project(tmp_path_factory.mktemp("two-instances"), f"agent:\n  pipeline: {request.param}\n",
                               alarms=text)
     return request.param, alarms_through_agent(project, STEP, END, two_instances.FLEET), project
@@ -80,7 +80,7 @@ def test_without_mig_instances_a_pods_alarms_say_nothing_of_them(tmp_path):
     """exporter.mig: none (no GPU split into MIG instances): a pod's series are one per GPU, nothing is said."""
     text = HEAD + "".join(
         f"    yield Alarm({_name(aggregation, by)!r}, 'T', Condition(Query({field!r}, {aggregation!r}, {BY[by]!r}), "
-        f"'>', 1), description='d', runbook='r')\n" for field, aggregation, by in CASES if by != "ns")
+        f"'>=', 1), description='d', runbook='r')\n" for field, aggregation, by in CASES if by != "ns")
     project = defined_project(tmp_path, "agent:\n  pipeline: classic\nexporter:\n  mig: none\n", alarms=text)
     assert copies_counted(project) == []
 
@@ -93,7 +93,7 @@ def test_a_static_per_pod_alarm_of_a_pods_mean_names_the_pod_alone(tmp_path):
     from generator.artifacts import build
 
     fields = (POWER, "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
-    text = HEAD + "".join(f"    yield Alarm('m{k}', 'T', Condition(Query({field!r}, 'avg', ('pod',)), '>', 1), "
+    text = HEAD + "".join(f"    yield Alarm('m{k}', 'T', Condition(Query({field!r}, 'avg', ('pod',)), '>=', 1), "
                           f"description='d', runbook='r')\n" for k, field in enumerate(fields))
     project = defined_project(tmp_path, "alarms:\n  per_pod: static\n  static_pods: [team-q/dual]\n", alarms=text)
     requests = [item.request for item in build(project, grafana=False).alarms]
