@@ -174,6 +174,7 @@ def builds_kept(monkeypatch) -> None:
 
     monkeypatch.setattr(limits, "checked_build", checked_build)
     _uids_kept(monkeypatch)
+    catalogs_shared(monkeypatch)
 
 
 _UIDS: dict[str, list[str]] = {}  # a project by value -> the uids of its Grafana dashboards
@@ -258,6 +259,33 @@ def projects_kept(monkeypatch) -> None:
 
     monkeypatch.setattr(projects, "load_project", load_project)
     monkeypatch.setattr(settings_module, "parse_settings", parse_settings)
+    catalogs_shared(monkeypatch)
+
+
+_CATALOGS: dict = {}  # a counters CSV's catalog -> the first catalog equal to it (by value) this process loaded
+
+
+def catalogs_shared(monkeypatch) -> None:
+    """A counters CSV loaded again (each project loads its own: hundreds of projects of different settings over the
+    bundled CSV here) gives the catalog loaded before that is equal to it by value (its source, sha256 and fields:
+    everything a catalog holds). promql.expression keeps its answers per catalog object (promql._ANSWERS, a
+    BuildMemo), and every answer is worked out from its arguments and the catalog alone (promql reads no settings):
+    projects of different settings over one CSV then share the answers their renders both ask for, as one build's
+    dashboards share them, instead of each render working every PromQL expression out again (most of the CPU of
+    rendering the Grafana dashboards of a project never rendered before)."""
+    from generator import catalog as catalogs
+    from generator import project as projects
+
+    load = catalogs.load_counters
+
+    def load_counters(path):
+        loaded = load(path)
+        if loaded not in _CATALOGS and len(_CATALOGS) >= KEPT_PROJECTS:
+            _CATALOGS.clear()
+        return _CATALOGS.setdefault(loaded, loaded)
+
+    monkeypatch.setattr(catalogs, "load_counters", load_counters)
+    monkeypatch.setattr(projects, "load_counters", load_counters)
 
 
 def fleet_settings(folder: Path, clusters: list[tuple[str, str, str]], settings: str = "") -> Path:

@@ -72,3 +72,37 @@ def test_each_run_names_the_settings_it_found_and_fails_on_them_every_time(kept,
     for _ in range(2):
         with pytest.raises(InputError):
             projects.load_project(config)
+
+
+SHARING_SETTINGS = (
+    "clusters:\n  - {name: a, region: us-east-1}\n",
+    "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n",
+    "clusters:\n  - {name: p1, region: us-east-1, prometheus_label: p1}\n"
+    "  - {name: p2, region: us-west-2, prometheus_label: lab2}\n",
+    "scrape: {interval: 15s}\nclusters:\n  - {name: b, region: eu-west-1}\n",
+)
+
+
+def _built_files(config) -> dict[str, str]:
+    from generator.artifacts import build
+    from generator.output import encode
+
+    return encode(build(projects.load_project(config)))
+
+
+def test_projects_sharing_a_catalog_build_what_each_builds_alone(monkeypatch, tmp_path):
+    """Projects of different settings over the bundled CSV get one catalog object (catalogs_shared), so the PromQL
+    answers one worked out are handed to the next: every file each builds is the file it builds with a catalog of its
+    own (no answer of another project's carried over). Built alone first, each in a fresh catalog; then shared, one
+    after the other, twice round."""
+    configs = []
+    for index, text in enumerate(SHARING_SETTINGS):
+        (tmp_path / str(index)).mkdir()
+        configs.append(tmp_path / str(index) / "gpudash.yaml")
+        configs[-1].write_text(text)
+    alone = [_built_files(config) for config in configs]
+    projects_kept(monkeypatch)
+    shared = [projects.load_project(config) for config in configs]
+    assert len({id(project.catalog) for project in shared}) == 1
+    for _ in range(2):
+        assert [_built_files(config) for config in configs] == alone
