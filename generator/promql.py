@@ -3515,6 +3515,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         def gpus(series: str, how: str, span: str | None) -> str:
             named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node,
                                 span is None, held_by)
+            if span is None and not {"node", "gpu", "mig_instance"} & set(keys):  # a panel's value over the GPUs
+                named_ = one_per_uuid(named_, labels)
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
@@ -3635,6 +3637,25 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
+
+
+# A GPU's UUID as NVIDIA writes it (nvidia-smi -L, the exporter's UUID label: `GPU-` and 32 hexadecimal digits in
+# groups of 8, 4, 4, 4 and 12), in any case (a pipeline lowercasing label values writes `gpu-...`): no node's name
+UUID_FORM = "(?i)GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+
+
+def one_per_uuid(named: str, labels: Labels) -> str:
+    """`named` (named_gpus': a value per GPU, `cluster`, GPU_LABEL and `gpu`) with the copies of one UUID at two
+    indexes made one, the highest: a value over the GPUs (a fleet's count, total, mean or maximum). A GPU is told apart
+    by its UUID and index so that one without a UUID (named by its node) is one per index; two exporters of a rollout
+    numbering a node's GPUs apart are told to be one node by the name they share (gpus_named's slot), but an old
+    exporter given no NODE_NAME writes its own pod's name for the node where the new one writes the node's: no slot
+    is shared, and each GPU counted twice until the old copies leave the look-back ('GPUs reporting' 12 for 9, 'Total
+    power draw' 5,790 W for 4,590, tests/integration/test_exporter_overlap_long_and_unnamed.py). A UUID of NVIDIA's
+    form (UUID_FORM) names one GPU whatever its index; any other value of GPU_LABEL (a node's name, where the series
+    carry no UUID) keeps its index. A MIG GPU's instances carry its UUID: counted once, as before."""
+    gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
+    return f'max by ({gpu}) (label_replace({named}, "gpu", "", {quoted(GPU_LABEL)}, "{UUID_FORM}"))'
 
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,

@@ -10,7 +10,7 @@ more and numbering the GPUs apart (C, A, B for A, B, C at indexes 0, 1, 2):
   old one missing its scrape at ROLLOUT + 30 (a staleness marker for each series).
 * node n2 through a scrape path that attaches no `node` label: its old exporter, without NODE_NAME, writes its own
   pod's name into `Hostname`; the new one writes the node's name into `hostname`. They overlap for 4 intervals (to
-  ROLLOUT + 90). The same UUIDs under both: 3 GPUs.
+  ROLLOUT + 90). The same UUIDs (of NVIDIA's form) under both: 3 GPUs.
 """
 
 from __future__ import annotations
@@ -38,12 +38,17 @@ def _exporters():
             ({"node": "n3"}, ("Hostname", "n3"), "10.0.3.6", NEW_PHASE, "IGH", 10, ROLLOUT, SPAN, ()))
 
 
+def _uuid(name: str) -> str:
+    """The UUID of the GPU `name` as NVIDIA writes it (nvidia-smi -L)."""
+    return f"GPU-{ord(name):08x}-5d3e-0a2f-91c4-7e20b6{ord(name):06x}"
+
+
 def _scraped(start: int) -> dict[tuple, list[tuple[float, str]]]:
     """Each exporter from its first scrape to its last, an old one's target then removed (each series gone: a
     staleness marker), a failed scrape a staleness marker for each series of the one before."""
     def held(node: dict, host: tuple[str, str], order: str, more: int, first: int, last: int, failed: tuple):
         return lambda t: None if t in failed else [
-            ({"gpu": str(index), "UUID": f"GPU-{name}", host[0]: host[1], **node}, WATTS[name] + more)
+            ({"gpu": str(index), "UUID": _uuid(name), host[0]: host[1], **node}, WATTS[name] + more)
             for index, name in enumerate(order)] if first <= t <= last else []
     return scraped(start, [(address, phase, held(node, host, order, more, first, last, failed))
                            for node, host, address, phase, order, more, first, last, failed in _exporters()],
@@ -76,21 +81,34 @@ def test_an_index_keeps_the_new_exporters_gpu_through_an_overlap_longer_than_the
         {"n1 GPU 0": 710.0, "n1 GPU 1": 310.0, "n1 GPU 2": 510.0}
 
 
-@pytest.mark.xfail(strict=True, reason="a GPU is keyed by its UUID and index: under an exporter writing its pod's "
-                                       "name as the node and a new one numbering apart, no slot is shared")
 @pytest.mark.parametrize("after", [15, 60, 150, 200])
 def test_gpus_of_an_exporter_named_like_its_pod_count_once_when_the_new_one_numbers_them_apart(rolled, after):
     """From the new exporters' first scrape (11 s) to 209 s after the rollout (the old exporter's last sample at 90 s
     within the look-back) the fleet has 9 GPUs: n1's A, B, C, n2's D, E, F and n3's G, H, I, each once, 'Total power
-    draw' 1,500 or 1,530 W for n1, 1,200 or 1,230 W for n2, 1,800 or 1,830 W for n3. Measured: n2's GPUs twice, as
-    'nvidia-dcgm-exporter-x7k2p GPU 0..2' (200, 400, 600 W) and 'n2 GPU 0..2' (610, 210, 410 W): 'GPUs reporting' 12
-    for 9, 'Total power draw' 5,790 W for 4,590 (the old exporter's 1,200 W counted again; the same before the latest
-    changes to the copies' weights). With the same numbering, or gpudash's `node` label on the
-    series, each GPU is counted once."""
+    draw' 1,500 or 1,530 W for n1, 1,200 or 1,230 W for n2, 1,800 or 1,830 W for n3. n2's old copies, named by the old
+    exporter's pod, and its new ones, named n2 and numbered apart, share no slot (node and index); the fleet's values
+    take one copy per UUID (promql.one_per_uuid). Before, n2's GPUs counted twice: 'GPUs reporting' 12 for 9, 'Total
+    power draw' 5,790 W for 4,590 (the old exporter's 1,200 W counted again). Measured every 3 s from 60 s before the
+    rollout to 330 s after: 9 GPUs and 4,500 to 4,590 W at each."""
     prometheus, start = rolled
     shown = _shown(prometheus, start, ROLLOUT + after)
     (reporting,), (total,) = shown["GPUs reporting"].values(), shown["Total power draw"].values()
     assert reporting == 9.0 and 4500.0 <= total <= 4590.0, shown
+
+
+@pytest.mark.xfail(strict=True, reason="a GPU's line is keyed by its UUID and index, named by its slot (node and "
+                                       "index): an old exporter writing its pod's name as the node and a new one "
+                                       "numbering apart share no slot")
+@pytest.mark.parametrize("after", [15, 60, 150, 200])
+def test_gpus_of_an_exporter_named_like_its_pod_draw_one_line_each_when_the_new_one_numbers_them_apart(rolled, after):
+    """From the new exporter's first scrape (11 s) to 209 s after the rollout n2's GPUs draw one line each, under n2:
+    'n2 GPU 0' 610 W (F), 'n2 GPU 1' 210 (D), 'n2 GPU 2' 410 (E), and no line under the old exporter's pod's name.
+    Measured (every 3 s): from 11 to 210 s both, 'nvidia-dcgm-exporter-x7k2p GPU 0..2' (200, 400, 600 W) beside
+    'n2 GPU 0..2': 12 lines for 9 GPUs, their sum 5,760 to 5,790 W where 'Total power draw' reads 4,560 to 4,590 W."""
+    prometheus, start = rolled
+    shown = _shown(prometheus, start, ROLLOUT + after)
+    assert {line: watts for line, watts in shown["Power draw"].items() if not line.startswith(("n1 ", "n3 "))} == \
+        {"n2 GPU 0": 610.0, "n2 GPU 1": 210.0, "n2 GPU 2": 410.0}
 
 
 def test_before_the_rollouts_each_gpu_counts_once(rolled):
