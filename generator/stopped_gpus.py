@@ -109,16 +109,22 @@ OUTAGE_STEP = "5m"  # the step the last reading before an outage is found at (ea
 # before the outage (another machine under its node's name, another GPU at its index) is judged again after it
 ACROSS = 420
 
-NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
-                 "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
-                 "datapoints (a GPU gone reads as a node removed), and metric math combines no two GROUP BY arrays "
-                 "(a node's data cannot vouch for each of its GPUs)")
+# Why the rule has no CloudWatch alarm (lint AL027, cost's prometheus_only), each case in words true of it: from the
+# GPU's own series CloudWatch cannot judge it (FROM_SERIES), which is the whole reason on agent.pipeline: classic and the
+# Container Insights add-on; on otel it can, by each node's GPUs unread (OTEL_ALARM), but for what that count cannot
+# tell or is not made of.
+FROM_SERIES = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report on the GPU's "
+               "own series: the series has no datapoint left to compare, a Metrics Insights alarm judges each series "
+               "on its own datapoints (a GPU gone reads as a node removed), and metric math combines no two GROUP BY "
+               "arrays (a node's data cannot vouch for each of its GPUs)")
 # Where the agent makes each node's GPUs unread at each scrape (agent.pipeline: otel, render/agent_otel.unread_copies),
 # the rule's CloudWatch alarm judges each node on them (render/alarms.unread_plan); elsewhere lint AL027 says why not.
 NOT_ON_PIPELINE = ("agent.pipeline: classic has no processor to count a node's GPUs at each scrape, which the OTel "
                    "pipeline's CloudWatch alarm judges (GPUs unread below the node's highest index)")
 NOT_ON_ADDON = ("the Container Insights add-on publishes no GPU index per node to count from; its data-missing rule's "
                 "per-GPU alarm counts each node's GPUs against the kubelet's count instead")
+OTEL_ALARM = ("on agent.pipeline: otel the agent counts each node's GPUs unread below its highest index at each scrape, "
+              "which the rule's CloudWatch alarm judges each node on")
 NOT_WITH_COPIES = ("with exporter.virtual_gpus, dcgm-exporter 4.5.2 to 4.8.1 ends the series of a GPU no pod holds while "
                    "another GPU of its node is held, a hole below the held GPU's index that no lost GPU made")
 
@@ -358,14 +364,14 @@ def not_on_cloudwatch(alarm, catalog, settings: Settings) -> str | None:
     from .container_insights import enabled
 
     if enabled(settings):
-        return NOT_ON_ADDON
+        return f"{FROM_SERIES}; {NOT_ON_ADDON}"
     if settings.agent.pipeline != "otel":
-        return NOT_ON_PIPELINE
+        return f"{FROM_SERIES}; {NOT_ON_PIPELINE}"
     if settings.exporter.virtual_gpus:
-        return NOT_WITH_COPIES
-    counted = read_fields(catalog, settings)[0]
-    return None if alarm.condition.query.metric == counted else \
-        f"the OTel pipeline counts a node's GPUs by {counted} alone"
+        return f"{OTEL_ALARM}, but {NOT_WITH_COPIES}"
+    counted, metric = read_fields(catalog, settings)[0], alarm.condition.query.metric
+    return None if metric == counted else \
+        f"{OTEL_ALARM}, by {counted} alone (the first presence field the counters CSV collects), not {metric}"
 
 
 def unread_description(settings: Settings, period: int, periods: int) -> tuple[tuple[str, str], ...]:
@@ -383,7 +389,6 @@ def unread_description(settings: Settings, period: int, periods: int) -> tuple[t
 def no_cloudwatch(project) -> list[tuple[str, str]]:
     """(where, message) of each rule judged by its Prometheus rule alone (lint AL027): each not_on_cloudwatch gives a
     reason for."""
-    return [(alarm.defined_at, f"alarm {alarm.id!r} has no CloudWatch alarm, only its Prometheus rule: "
-                               f"{NO_CLOUDWATCH}; {why}")
+    return [(alarm.defined_at, f"alarm {alarm.id!r} has no CloudWatch alarm, only its Prometheus rule: {why}")
             for alarm in project.alarms if alarm.stopped
             for why in [not_on_cloudwatch(alarm, project.catalog, project.settings)] if why]
