@@ -202,10 +202,16 @@ def unread_copies(fields: Iterable[str]) -> list[dict[str, Any]]:
 
 def unread_values() -> dict[str, Any]:
     """UNREAD_TRANSFORM: each GPU's point of _UNREAD_COUNT -1, of _UNREAD_INDEX its index plus one (OTTL's Double of the
-    `gpu` label, an integer NVML writes; a point without one keeps its reading)."""
+    `gpu` label, an integer NVML writes). A GPU whose `gpu` is no number (a scrape relabelling it, another exporter) has
+    no index to hold a place among its node's: both its points are 0, neither raising the node's highest index nor
+    counted, and its node is judged on its other GPUs. Double of such a label is nil, the math on it fails and, with
+    error_mode ignore, the statement is skipped, so each point is first set to 0. (Before, the point kept its reading:
+    a node of GPUs labelled so, all reporting, published 39 GPUs unread at 40-43 C, and the alarm named it.)"""
+    double = f'Double(attributes["{GPU_DIMENSION}"])'
     return {"error_mode": "ignore", "metric_statements": [{"context": "datapoint", "statements": [
-        f'set(value_double, -1.0) where metric.name == "{_UNREAD_COUNT}"',
-        f'set(value_double, Double(attributes["{GPU_DIMENSION}"]) + 1.0) where metric.name == "{_UNREAD_INDEX}"']}]}
+        f'set(value_double, 0.0) where metric.name == "{_UNREAD_COUNT}" or metric.name == "{_UNREAD_INDEX}"',
+        f'set(value_double, {double} + 1.0) where metric.name == "{_UNREAD_INDEX}"',
+        f'set(value_double, {double} * 0.0 - 1.0) where metric.name == "{_UNREAD_COUNT}"']}]}
 
 
 def unread_merge() -> dict[str, Any]:

@@ -837,11 +837,14 @@ def _processor_kinds(config: dict) -> list[tuple[str, list]]:
 _UNKNOWN = object()  # what no statement wrote yet (None: they write nothing)
 _SET = re.compile(r"^set\(value_double,\s*(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)(?P<less>\s*-\s*value_double)?\)"
                   r"\s+where\s+(?P<where>.+)$")
-# set(value_double, Double(attributes["<label>"]) + <number>): OTTL's Double converter of the point's label (a string
-# read by Go's strconv.ParseFloat; a label the point lacks, or one that is no number, is nil: the math expression
-# fails, and with error_mode ignore the statement is skipped, the point keeping its value), plus a number
+# set(value_double, Double(attributes["<label>"]) [* <number>] [+|- <number>]): OTTL's Double converter of the point's
+# label (a string read by Go's strconv.ParseFloat; a label the point lacks, or one that is no number, is nil: the math
+# expression fails, and with error_mode ignore the statement is skipped, the point keeping its value), times a number,
+# plus or less a number
+_NUMBER = r"\d*\.?\d+(?:[eE][-+]?\d+)?"
 _SET_LABEL = re.compile(r'^set\(value_double,\s*Double\(attributes\["(?P<label>[^"\\]+)"\]\)'
-                        r'(?:\s*\+\s*(?P<plus>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?))?\)\s+where\s+(?P<where>.+)$')
+                        rf'(?:\s*\*\s*(?P<times>{_NUMBER}))?(?:\s*(?P<sign>[-+])\s*(?P<plus>{_NUMBER}))?\)'
+                        r'\s+where\s+(?P<where>.+)$')
 
 
 def _go_float(text: str) -> float | None:
@@ -869,18 +872,19 @@ def _statements(config: dict):
             labelled = _SET_LABEL.match(text.strip())
             assert labelled, f"OTTL statement the model does not read: {text!r}"
             assert config.get("error_mode") == "ignore", "a statement that fails stops the pipeline without it"
-            by_label.append((labelled["label"], float(labelled["plus"] or 0), _Condition(labelled["where"])))
+            plus = float(labelled["plus"] or 0) * (-1 if labelled["sign"] == "-" else 1)
+            by_label.append((labelled["label"], float(labelled["times"] or 1), plus, _Condition(labelled["where"])))
             continue
         assert not by_label, "the model runs the statements setting a label's number after the others"
         parsed.append((float(match["value"]), bool(match["less"]), _Condition(match["where"])))
 
     def labelled(name: str, labels: dict, value: float) -> float:
         """The value after the statements that read a label (run after the others, in their order)."""
-        for label, plus, condition in by_label:
+        for label, times, plus, condition in by_label:
             if condition(name, value):
                 number = _go_float(labels.get(label, ""))
                 if number is not None:
-                    value = number + plus
+                    value = number * times + plus
         return value
 
     def statements(name: str, value: float) -> float | None:
