@@ -284,6 +284,7 @@ def catalogs_shared(monkeypatch) -> None:
             _CATALOGS.clear()
         return _CATALOGS.setdefault(loaded, loaded)
 
+    load_counters.unshared = load  # what loads each CSV into a catalog of its own (tests undo the sharing with it)
     monkeypatch.setattr(catalogs, "load_counters", load_counters)
     monkeypatch.setattr(projects, "load_counters", load_counters)
 

@@ -95,12 +95,22 @@ def test_projects_sharing_a_catalog_build_what_each_builds_alone(monkeypatch, tm
     answers one worked out are handed to the next: every file each builds is the file it builds with a catalog of its
     own (no answer of another project's carried over). Built alone first, each in a fresh catalog; then shared, one
     after the other, twice round."""
+    from generator import catalog
+
     configs = []
     for index, text in enumerate(SHARING_SETTINGS):
         (tmp_path / str(index)).mkdir()
         configs.append(tmp_path / str(index) / "gpudash.yaml")
         configs[-1].write_text(text)
-    alone = [_built_files(config) for config in configs]
+    load = catalog.load_counters
+    while hasattr(load, "unshared"):  # (tests/unit/conftest.py shares them for every module)
+        load = load.unshared
+    with monkeypatch.context() as alone_loading:
+        alone_loading.setattr(catalog, "load_counters", load)
+        alone_loading.setattr(projects, "load_counters", load)
+        loaded = [projects.load_project(config) for config in configs]  # (held: ids of the living are their own)
+        assert len({id(project.catalog) for project in loaded}) == len(configs)
+        alone = [_built_files(config) for config in configs]
     projects_kept(monkeypatch)
     shared = [projects.load_project(config) for config in configs]
     assert len({id(project.catalog) for project in shared}) == 1
