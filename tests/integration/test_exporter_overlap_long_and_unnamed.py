@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.render.alarms import period_value
-from tests.support.projects import bundled_panels, bundled_project, defined_project
+from tests.support.fleet_rule import fleet_period_values
+from tests.support.projects import bundled_panels, bundled_project
 from tests.support.prometheus_server import written_fixture
 from tests.support.range_panels import panel_at
 from tests.support.scraped_gpus import scraped
@@ -150,24 +150,9 @@ def test_the_new_exporters_gpus_read_through_the_overlaps_first_intervals(rolled
             "n3 GPU 2": 810.0}, after
 
 
-FLEET_ALARMS = """\
-from generator.model import Alarm, Condition, Query
-
-
-def alarms(ctx):
-    yield Alarm("fleet-power", "Fleet power", Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ()), ">", 5000),
-                severity="warning", scope="fleet", period_seconds=60, description="The fleet draws over 5 kW.",
-                runbook="Shed load.")
-    yield Alarm("fleet-gpus", "Fleet GPUs", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count", ()), ">", 9),
-                severity="warning", scope="fleet", period_seconds=60, description="More GPUs than bought.",
-                runbook="Count them.")
-"""
-
-
 @pytest.fixture(scope="module")
 def fleet_rules(tmp_path_factory):
-    project = defined_project(tmp_path_factory.mktemp("fleet"), alarms=FLEET_ALARMS)
-    return {alarm.id: period_value(alarm, project.catalog, project.settings) for alarm in project.alarms}
+    return fleet_period_values(tmp_path_factory.mktemp("fleet"))
 
 
 @pytest.mark.xfail(strict=True, reason="a fleet rule's value is read per GPU slot (cluster, node, index) before "
@@ -180,7 +165,10 @@ def test_a_fleet_rule_counts_each_gpu_of_an_exporter_named_like_its_pod_once(rol
     'fleet-power' 5,750 to 5,762 W for 15 to 150 s after the rollout (n2's GPUs under the old exporter's pod's name and
     under n2, apart), right again from 200 s; over a 5-minute period 12 and ~5,760 W to 330 s. A fleet alarm of 5 kW
     fires there, one of 'more than 9 GPUs' too. The panels' fleet values take one copy per UUID (one_per_uuid); the
-    rule's per-GPU values carry no UUID to merge by."""
+    rule's per-GPU values carry no UUID to merge by. Keying them by a UUID of NVIDIA's form before the slot's max
+    (node and index otherwise) makes this right (9 GPUs, 4,500-4,590 W, every 3 s to 330 s) but splits a GPU whose
+    new exporter writes no UUID into two series of one period (test_fleet_rule_uuid_dropped.py: 6 GPUs for 3), and
+    two GPUs swapped at one node and index within a period count as two: a period's GPU needs one key over it."""
     prometheus, start = rolled
     values = {name: [float(s["value"][1]) for s in prometheus.query(expr, at=start + ROLLOUT + after)]
               for name, expr in fleet_rules.items()}

@@ -1,9 +1,11 @@
 """A definitions folder of the bundled alarms and one fleet-wide rule (scope='fleet'), and the utilization level
-its alarm judges."""
+its alarm judges; fleet rules of gauges (grouped by nothing or by cluster) and their period values."""
 
 from __future__ import annotations
 
+from generator.render.alarms import period_value
 from generator.resources import bundled
+from tests.support.projects import defined_project
 
 
 def fleet_rule_definitions(folder, threshold):
@@ -25,3 +27,34 @@ def judged_level(alarm) -> float:
     100 less the level (cloudwatch_query.unused_plan)."""
     unused = '"share")' in alarm["Metrics"][0]["Expression"]
     return 100 - alarm["Threshold"] if unused else alarm["Threshold"]
+
+
+# fleet rules of gauges: a count of GPUs, a total and a mean, grouped by nothing or by cluster, over 1 and 5 minutes
+FLEET_GAUGE_ALARMS = """\
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("fleet-power", "Fleet power", Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ()), ">", 5000),
+                severity="warning", scope="fleet", period_seconds=60, description="The fleet draws over 5 kW.",
+                runbook="Shed load.")
+    yield Alarm("fleet-gpus", "Fleet GPUs", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count", ()), ">", 9),
+                severity="warning", scope="fleet", period_seconds=60, description="More GPUs than bought.",
+                runbook="Count them.")
+    yield Alarm("fleet-mean", "Fleet mean power", Condition(Query("DCGM_FI_DEV_POWER_USAGE", "avg", ()), "<", 450),
+                severity="warning", scope="fleet", period_seconds=60, description="The fleet idles.",
+                runbook="Find work.")
+    yield Alarm("cluster-power-5m", "Cluster power", Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("cluster",)),
+                ">", 5000), severity="warning", scope="fleet", period_seconds=300,
+                description="A cluster draws over 5 kW.", runbook="Shed load.")
+    yield Alarm("fleet-gpus-5m", "Fleet GPUs", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count", ()), ">", 9),
+                severity="warning", scope="fleet", period_seconds=300, description="More GPUs than bought.",
+                runbook="Count them.")
+"""
+
+
+def fleet_period_values(folder) -> dict[str, str]:
+    """Each of FLEET_GAUGE_ALARMS' rules' latest period value (period_value: its statistic, as the rule evaluates it),
+    by alarm id, in a project of the settings' defaults (a Prometheus of one cluster)."""
+    project = defined_project(folder, alarms=FLEET_GAUGE_ALARMS)
+    return {alarm.id: period_value(alarm, project.catalog, project.settings) for alarm in project.alarms}
