@@ -1565,6 +1565,7 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     if forms[0].kind == "unread":  # its periods hold enough scrapes first: the period it asks for fits both backends
         _check_stopped_period(alarm, settings)
     _check_period(alarm, settings)
+    _check_filled_periods(alarm, settings)
     window = alarm.period_seconds * alarm.evaluation_periods
     if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
         raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
@@ -1881,6 +1882,62 @@ def _check_stopped_period(alarm: Alarm, settings: Settings) -> None:
         raise InputError(f"alarm {alarm.id!r}: {problem}", where=alarm.defined_at,
                          hint=f"give the alarm period_seconds={stopped_period(settings)} or more (at least "
                               f"{stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals), or scrape more often")
+
+
+# The fewest scrapes a period of an alarm judged over several periods with its missing ones filled holds (filled_problem)
+FILLED_SCRAPES_PER_PERIOD = 2
+
+
+def filled_problem(alarm: Alarm, interval: int) -> str:
+    """Why `alarm` cannot be judged on CloudWatch at scrapes every `interval` seconds ("" where it can): judged over
+    several periods with its missing periods filled (TreatMissingData notBreaching or breaching), a period under two
+    scrape intervals holds no scrape whenever an exporter's scrapes land at its edge a little early then a little late
+    (and two in the next), and each such period is filled: not breaching, a GPU idle all along is out of ALARM at
+    evaluations whose range holds two of them (60 s periods x 6 at 60 s scrapes: in ALARM at 36 of the 55 minutes it
+    should be, over an evaluation range one period longer than the alarm's); breaching, one not breaching reaches the
+    datapoints it needs. An alarm of one period is judged on its latest datapoint, which any two periods running hold;
+    missing data not filled (missing, ignore) is judged so too. The stopped rule (its own check) and the data-missing
+    rule (its own requests) are not judged here."""
+    if alarm.stopped or alarm.absent or alarm.evaluation_periods < 2 or \
+            alarm.missing_data not in ("notBreaching", "breaching") or \
+            alarm.period_seconds >= FILLED_SCRAPES_PER_PERIOD * interval:
+        return ""
+    filled = "not breaching" if alarm.missing_data == "notBreaching" else "breaching"
+    return (f"its period of {alarm.period_seconds} s is under {FILLED_SCRAPES_PER_PERIOD} scrape intervals "
+            f"(scrape.interval {interval} s), and it is judged over {alarm.evaluation_periods} periods with missing "
+            f"data {filled} (missing_data={alarm.missing_data!r}): a period that short holds no scrape whenever an "
+            f"exporter's scrapes land at its edge a little early then a little late, and its CloudWatch alarm reads "
+            f"that period as {filled}, so it "
+            + ("misses the situation it names at such evaluations" if alarm.missing_data == "notBreaching" else
+               "fires where the situation it names does not hold"))
+
+
+def _check_filled_periods(alarm: Alarm, settings: Settings) -> None:
+    """An alarm of the user's own judged over several periods with missing data filled holds
+    FILLED_SCRAPES_PER_PERIOD scrapes a period at least (filled_problem); a bundled one, whose period the user does
+    not write, is kept with a warning (short_filled_periods)."""
+    if settings.definitions.alarms is None or addon_source(settings):
+        return
+    problem = filled_problem(alarm, settings.scrape.seconds)
+    if problem:
+        raise InputError(f"alarm {alarm.id!r}: {problem}", where=alarm.defined_at,
+                         hint=f"give the alarm period_seconds={stopped_period(settings)} or more (at least "
+                              f"{FILLED_SCRAPES_PER_PERIOD} scrape intervals), or scrape more often, or "
+                              f"missing_data='missing'")
+
+
+def short_filled_periods(project) -> list[tuple[str, str, str]]:
+    """(where, what, fix) of each bundled alarm judged over several periods with missing data filled whose period
+    holds too few scrapes (filled_problem): at scrape.interval 5m the idle GPU alarm's 5-minute periods hold one. It
+    is kept (the user does not write its period), and said."""
+    settings = project.settings
+    if settings.definitions.alarms is not None or addon_source(settings):
+        return []
+    interval = settings.scrape.seconds
+    return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {problem}",
+             f"give scrape.interval {interval_for(alarm.period_seconds)} or less, or copy the bundled alarms into a "
+             f"folder of your own, named in definitions.alarms, and give it period_seconds={stopped_period(settings)}")
+            for alarm in project.alarms for problem in [filled_problem(alarm, interval)] if problem]
 
 
 def stopped_period(settings: Settings) -> int:

@@ -13,18 +13,12 @@ every minute from the window's end at every plausible evaluation range, as with 
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 
-from generator.artifacts import build
-from generator.output import encode
-from generator.project import load_project
 from tests.support import cloudwatch_eval
-from tests.support.agent_points import AGENT_FILE
-from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.dcgm_fleet import target_labels
+from tests.support.edge_scrapes import alarm_project, edge_points, refusal
 
 LOST = 1800  # GPU 1 of four stops at minute 30
 
@@ -38,10 +32,7 @@ def _alarm(period: int, periods: int) -> str:
 
 
 def _project(folder: Path, period: int, periods: int, interval: int) -> Path:
-    (folder / "alarms").mkdir()
-    (folder / "alarms" / "mine.py").write_text(_alarm(period, periods))
-    (folder / "gpudash.yaml").write_text(f"scrape:\n  interval: {interval}s\ndefinitions:\n  alarms: [alarms]\n")
-    return folder / "gpudash.yaml"
+    return alarm_project(folder, _alarm(period, periods), interval)
 
 
 def _page(lost: bool) -> str:
@@ -54,34 +45,21 @@ def _page(lost: bool) -> str:
 
 @pytest.mark.parametrize("period, periods, interval", [(60, 10, 60), (60, 5, 60), (30, 4, 30)])
 def test_a_period_of_one_scrape_interval_is_refused(period, periods, interval, tmp_path, cli):
-    settings = _project(tmp_path, period, periods, interval)
-    (tmp_path / "build").mkdir()
-    (tmp_path / "build" / "kept.txt").write_text("the previous build")
-    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
-    assert code == 2 and "Traceback" not in stderr
-    (message,) = [line for line in stderr.splitlines() if line.startswith("error:")]
+    message, stderr = refusal(cli, _project(tmp_path, period, periods, interval), tmp_path)
     assert message.startswith("error: alarms/mine.py:")
     assert (f"alarm 'gpu-gone': its period of {period} s is under 2 scrape intervals (scrape.interval {interval} s)"
             in message)
     assert f"fix: give the alarm period_seconds={max(60, 2 * interval)} or more" in stderr
-    assert [p.name for p in (tmp_path / "build").iterdir()] == ["kept.txt"]
 
 
 @pytest.mark.parametrize("period, periods, interval", [(120, 5, 60), (60, 10, 30)])
 def test_two_scrape_intervals_a_period_fire_at_every_range_with_scrapes_at_the_minutes_edge(period, periods, interval,
                                                                                            tmp_path):
-    files = encode(build(load_project(_project(tmp_path, period, periods, interval)), grafana=False))
-    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if "-gpu-gone-" in a["Request"]["AlarmName"]]
+    # two hours, each scrape within 0.3 s of the minute's edge
+    request, points = edge_points(_project(tmp_path, period, periods, interval), "gpu-gone",
+                                  lambda t: _page(t >= LOST), interval, 7200)
     assert (request["EvaluationPeriods"], request["DatapointsToAlarm"], request["TreatMissingData"]) == (
         periods, periods, "notBreaching")
-    config, job = agent_config(files[AGENT_FILE])
-    jitter = random.Random(1)
-    scrapes = []
-    for k in range(7200 // interval):  # two hours, each scrape within 0.3 s of the minute's edge
-        t = k * interval + 59.9 + jitter.uniform(-0.3, 0.3)
-        scrapes.append(Scrape(t, _page(t >= LOST), target_labels(job, "node-a")))
-    points = Agent(config, job).run(scrapes)
     ready = (LOST + period * periods) // 60  # the minute the window holds only periods since the loss
     fired = cloudwatch_eval.fired_at(request, points, [m * 60 for m in range(31, 118)], "node")
     assert fired == {"node-a": {m * 60 for m in range(ready, 118)}}

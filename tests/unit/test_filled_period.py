@@ -1,0 +1,96 @@
+"""An alarm judged over several periods with its missing periods filled (TreatMissingData notBreaching or breaching)
+whose period is under two scrape intervals is refused when it is the user's, and warned about when it is bundled.
+
+An exporter whose scrapes land at a period's edge (here within 0.3 s of the minute) leaves some periods of one scrape
+interval without a scrape and others with two, and CloudWatch fills each empty period as the alarm says. Measured
+through the agent model and CloudWatch's documented evaluation: a pod's GPU at 1 % from minute 60 to 120, the idle
+alarm (AVG of GPU utilization per pod and GPU, six periods, missing data not breaching) at 60 s periods at 60 s
+scrapes was in ALARM at 36 of the 55 minutes it should be over an evaluation range one period longer than the
+alarm's (51 over two longer), at 55 with scrapes mid-minute; the bundled alarm at scrape.interval 5m (300 s periods)
+at 24 of 33 (27 over two longer). At 120 s periods (two scrape intervals) it is in ALARM at all 49, as with scrapes
+mid-minute. An alarm of one period, or with missing data neither breaching nor not (missing), is judged on the latest
+datapoints the range holds and is right at one scrape a period (the temperature, framebuffer and XID alarms at 60 s
+periods at 60 s scrapes: in ALARM at the same minutes as with scrapes mid-minute).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import cloudwatch_eval
+from tests.support.edge_scrapes import alarm_project, edge_points, refusal
+
+IDLE = 3600  # the pod's GPU 1 idle from minute 60 to 120
+
+
+def _alarm(period: int, periods: int, missing: str) -> str:
+    # missing data breaching: on a field MIG reports (two alarms judge utilization, and one of them reads nothing in a
+    # cluster without GPUs of its kind: refused with breaching)
+    condition = ("Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('pod', 'gpu')), '<', 5" if missing != "breaching" else
+                 "Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), '>', 85")
+    return (f"from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+            f"    return [Alarm('idle', 'GPU idle', Condition({condition}),\n"
+            f"                  severity='warning', period_seconds={period}, evaluation_periods={periods}, "
+            f"missing_data={missing!r})]\n")
+
+
+def _project(folder: Path, period: int, periods: int, interval: int, missing: str = "notBreaching") -> Path:
+    return alarm_project(folder, _alarm(period, periods, missing), interval)
+
+
+def _page(t: float) -> str:
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    lines += [f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",UUID="GPU-node-a-{gpu}",device="nvidia{gpu}",'
+              f'modelName="NVIDIA A100-SXM4-80GB",Hostname="node-a",container="main",namespace="ml",pod="p{gpu}"}} '
+              f'{1 if gpu == 1 and IDLE <= t < 2 * IDLE else 90}'
+              for gpu in range(2)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("period, periods, interval, missing", [
+    (60, 6, 60, "notBreaching"), (60, 3, 60, "breaching"), (300, 3, 300, "notBreaching")])
+def test_a_period_under_two_scrape_intervals_judged_filled_is_refused(period, periods, interval, missing, tmp_path,
+                                                                       cli):
+    message, stderr = refusal(cli, _project(tmp_path, period, periods, interval, missing), tmp_path)
+    assert message.startswith("error: alarms/mine.py:")
+    assert (f"alarm 'idle': its period of {period} s is under 2 scrape intervals (scrape.interval {interval} s), and "
+            f"it is judged over {periods} periods with missing data "
+            f"{'not breaching' if missing == 'notBreaching' else 'breaching'}") in message
+    assert f"fix: give the alarm period_seconds={max(60, 2 * interval)} or more" in stderr
+
+
+@pytest.mark.parametrize("period, periods, missing", [(60, 1, "notBreaching"), (60, 6, "missing")])
+def test_one_period_or_missing_data_missing_is_built(period, periods, missing, tmp_path, cli):
+    settings = _project(tmp_path, period, periods, 60, missing)
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0, stderr
+
+
+def test_two_scrape_intervals_a_period_fire_at_every_range_with_scrapes_at_the_minutes_edge(tmp_path):
+    # three hours, each scrape within 0.3 s of the minute's edge
+    request, points = edge_points(_project(tmp_path, 120, 6, 60), "idle", _page, 60, 3 * IDLE)
+    assert (request["EvaluationPeriods"], request["DatapointsToAlarm"], request["TreatMissingData"]) == (
+        6, 6, "notBreaching")
+    ready = (IDLE + 120 * 6) // 60  # the first minute whose six periods are all idle
+    ends = [m * 60 for m in range(50, 131)]
+    for extra in (1, 2):
+        fired = cloudwatch_eval.fired_at(request, points, ends, "pod", evaluation_range=6 + extra)
+        assert fired == {"p1": {m * 60 for m in range(ready, 121)}}
+
+
+def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path, cli):
+    """The bundled idle alarm's 5-minute periods hold one scrape at scrape.interval 5m: it is built (its period is not
+    the user's to write), and generate warns with what to do."""
+    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 5m\n")
+    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
+                               "--output", "json")
+    assert code == 0, stderr
+    (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-idle'" in n["message"]]
+    assert ("alarm 'gpu-idle' (bundled): its period of 300 s is under 2 scrape intervals (scrape.interval 300 s), "
+            "and it is judged over 6 periods with missing data not breaching") in warning["message"]
+    assert warning["fix"].startswith("give scrape.interval 150s or less, or copy the bundled alarms")
+    alarms = json.loads((tmp_path / "out" / "cloudwatch" / "alarms.json").read_text())["alarms"]
+    assert any(a["Request"]["AlarmName"].endswith("-gpu-idle-warning") for a in alarms)
