@@ -1912,32 +1912,83 @@ def filled_problem(alarm: Alarm, interval: int) -> str:
                "fires where the situation it names does not hold"))
 
 
+# The fewest scrape intervals the data-missing rule's window holds (window_problem): over n, a window ending at a node's
+# scrapes' edge holds n - 1 of them, and a hung exporter's n - 1 failed scrapes are more than half of n from n = 3 on
+WINDOW_SCRAPES = 3
+
+
+def window_problem(alarm: Alarm, settings: Settings) -> str:
+    """Why the data-missing rule's per-node count (agent.pipeline: otel; branch 4 of its Prometheus rule alike) cannot
+    judge its window at settings' scrape interval ("" where it can): over a window of n scrape intervals it fires on more
+    than n / 2 of a node's scrapes bringing no GPU data, and a window whose end falls at the node's scrapes' edge holds
+    n - 1 of them, which for n = 2 is not more than 1: measured with scrapes within 0.3 s of the minute, a user's rule
+    of 60 s periods x 2 at 60 s scrapes (a 120 s window) missed an exporter hung for 40 minutes at 10 of the 39 minutes
+    it fires with scrapes mid-minute (at 120 s periods x 2, a 240 s window, at 38 of 39, the first minute of the hang
+    one scrape late); the bundled rule at scrape.interval 5m (a 600 s window of two) at 34 of 35."""
+    if not alarm.absent or addon_source(settings) or not data_missing.per_node(settings):
+        return ""
+    interval = settings.scrape.seconds
+    window = data_missing.window_seconds(alarm.period_seconds, alarm.evaluation_periods)
+    if window >= WINDOW_SCRAPES * interval:
+        return ""
+    return (f"its window of {window} s ({alarm.evaluation_periods} periods of {alarm.period_seconds} s) is under "
+            f"{WINDOW_SCRAPES} scrape intervals (scrape.interval {interval} s): its per-node alarm fires on more than "
+            f"{data_missing.no_data_threshold(settings, window):g} of a node's scrapes over the window bringing no GPU "
+            f"data, and a window ending at the edge of a node's scrapes holds one fewer, so a hung exporter is missed "
+            f"at such evaluations")
+
+
+def window_period(alarm: Alarm, settings: Settings) -> int:
+    """The shortest period of whole minutes and whole scrape intervals whose window (evaluation_periods of them) holds
+    WINDOW_SCRAPES scrape intervals."""
+    interval, period = settings.scrape.seconds, 60
+    while period * alarm.evaluation_periods < WINDOW_SCRAPES * interval or period % interval:
+        period += 60
+    return period
+
+
+def _period_problems(alarm: Alarm, settings: Settings) -> list[tuple[str, int, int]]:
+    """(why, the least period that works, the scrape intervals it must hold) of each way `alarm`'s period is too short
+    for settings' scrape interval (filled_problem, window_problem)."""
+    if addon_source(settings):
+        return []
+    filled = filled_problem(alarm, settings.scrape.seconds)
+    window = window_problem(alarm, settings)
+    return [(problem, least, scrapes) for problem, least, scrapes in (
+        (filled, stopped_period(settings), FILLED_SCRAPES_PER_PERIOD),
+        (window, window_period(alarm, settings), WINDOW_SCRAPES)) if problem]
+
+
+def _longest_interval(alarm: Alarm, scrapes: int) -> str:
+    """The longest scrape interval of whole seconds that divides the alarm's period and fits `scrapes` of them in its
+    period (FILLED_SCRAPES_PER_PERIOD) or its window (WINDOW_SCRAPES)."""
+    span = alarm.period_seconds * (alarm.evaluation_periods if scrapes == WINDOW_SCRAPES else 1)
+    return f"{next(s for s in range(span // scrapes, 0, -1) if alarm.period_seconds % s == 0)}s"
+
+
 def _check_filled_periods(alarm: Alarm, settings: Settings) -> None:
-    """An alarm of the user's own judged over several periods with missing data filled holds
-    FILLED_SCRAPES_PER_PERIOD scrapes a period at least (filled_problem); a bundled one, whose period the user does
-    not write, is kept with a warning (short_filled_periods)."""
-    if settings.definitions.alarms is None or addon_source(settings):
+    """An alarm of the user's own whose period is too short for the scrape interval (_period_problems) is refused; a
+    bundled one, whose period the user does not write, is kept with a warning (short_filled_periods)."""
+    if settings.definitions.alarms is None:
         return
-    problem = filled_problem(alarm, settings.scrape.seconds)
-    if problem:
+    for problem, least, scrapes in _period_problems(alarm, settings):
         raise InputError(f"alarm {alarm.id!r}: {problem}", where=alarm.defined_at,
-                         hint=f"give the alarm period_seconds={stopped_period(settings)} or more (at least "
-                              f"{FILLED_SCRAPES_PER_PERIOD} scrape intervals), or scrape more often, or "
-                              f"missing_data='missing'")
+                         hint=f"give the alarm period_seconds={least} or more, or scrape more often"
+                              + (", or missing_data='missing'" if scrapes == FILLED_SCRAPES_PER_PERIOD else ""))
 
 
 def short_filled_periods(project) -> list[tuple[str, str, str]]:
-    """(where, what, fix) of each bundled alarm judged over several periods with missing data filled whose period
-    holds too few scrapes (filled_problem): at scrape.interval 5m the idle GPU alarm's 5-minute periods hold one. It
-    is kept (the user does not write its period), and said."""
+    """(where, what, fix) of each bundled alarm whose period is too short for the scrape interval (_period_problems):
+    at scrape.interval 5m the idle GPU alarm's 5-minute periods hold one, the data-missing rule's 10-minute window
+    two. It is kept (the user does not write its period), and said."""
     settings = project.settings
-    if settings.definitions.alarms is not None or addon_source(settings):
+    if settings.definitions.alarms is not None:
         return []
-    interval = settings.scrape.seconds
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {problem}",
-             f"give scrape.interval {interval_for(alarm.period_seconds)} or less, or copy the bundled alarms into a "
-             f"folder of your own, named in definitions.alarms, and give it period_seconds={stopped_period(settings)}")
-            for alarm in project.alarms for problem in [filled_problem(alarm, interval)] if problem]
+             f"give scrape.interval {_longest_interval(alarm, scrapes)} or less, "
+             f"or copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "
+             f"period_seconds={least}")
+            for alarm in project.alarms for problem, least, scrapes in _period_problems(alarm, settings)]
 
 
 def stopped_period(settings: Settings) -> int:

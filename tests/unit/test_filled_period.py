@@ -94,3 +94,20 @@ def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path
     assert warning["fix"].startswith("give scrape.interval 150s or less, or copy the bundled alarms")
     alarms = json.loads((tmp_path / "out" / "cloudwatch" / "alarms.json").read_text())["alarms"]
     assert any(a["Request"]["AlarmName"].endswith("-gpu-idle-warning") for a in alarms)
+
+
+@pytest.mark.parametrize("period, periods, interval, least", [(60, 2, 60, 120), (300, 2, 300, 600)])
+def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, periods, interval, least, tmp_path, cli):
+    """The data-missing rule's per-node count over a window of two scrape intervals fires on both of them bringing no
+    GPU data, and a window ending at the edge of a node's scrapes holds one: with scrapes within 0.3 s of the minute a
+    rule of 60 s periods x 2 at 60 s scrapes missed an exporter hung for 40 minutes at 10 of the 39 minutes it fires
+    with scrapes mid-minute; at 120 s periods x 2 (four scrape intervals) at 38 (its first minute one scrape late)."""
+    definitions = (f"from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+                   f"    return [Alarm('gone', 'GPU data gone', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count'), '<', 1),"
+                   f"\n                  severity='critical', absent=True, missing_data='breaching', "
+                   f"period_seconds={period}, evaluation_periods={periods})]\n")
+    message, stderr = refusal(cli, alarm_project(tmp_path, definitions, interval), tmp_path)
+    assert message.startswith("error: alarms/mine.py:")
+    assert (f"alarm 'gone': its window of {period * periods} s ({periods} periods of {period} s) is under 3 scrape "
+            f"intervals (scrape.interval {interval} s)") in message
+    assert f"fix: give the alarm period_seconds={least} or more" in stderr
