@@ -51,3 +51,13 @@ def edge_points(settings: Path, alarm: str, page: Callable[[float], str], interv
         t = k * interval + 59.9 + jitter.uniform(-0.3, 0.3)
         scrapes.append(Scrape(t, page(t), target_labels(job, "node-a")))
     return request, Agent(config, job).run(scrapes)
+
+
+def gauge_page(field: str, values: list[float]) -> str:
+    """An exporter page of node-a's GPUs reading `values` (GPU i the i-th) of the gauge `field`, GPU i held by pod p<i>
+    of namespace ml."""
+    lines = [f"# TYPE {field} gauge"]
+    lines += [f'{field}{{gpu="{gpu}",UUID="GPU-node-a-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A100-SXM4-80GB",'
+              f'Hostname="node-a",container="main",namespace="ml",pod="p{gpu}"}} {value}'
+              for gpu, value in enumerate(values)]
+    return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import cloudwatch_eval
-from tests.support.edge_scrapes import alarm_project, edge_points, refusal
+from tests.support.edge_scrapes import alarm_project, edge_points, gauge_page, refusal
 
 IDLE = 3600  # the pod's GPU 1 idle from minute 60 to 120
 
@@ -42,12 +42,7 @@ def _project(folder: Path, period: int, periods: int, interval: int, missing: st
 
 
 def _page(t: float) -> str:
-    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
-    lines += [f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",UUID="GPU-node-a-{gpu}",device="nvidia{gpu}",'
-              f'modelName="NVIDIA A100-SXM4-80GB",Hostname="node-a",container="main",namespace="ml",pod="p{gpu}"}} '
-              f'{1 if gpu == 1 and IDLE <= t < 2 * IDLE else 90}'
-              for gpu in range(2)]
-    return "\n".join(lines) + "\n"
+    return gauge_page("DCGM_FI_DEV_GPU_UTIL", [90, 1 if IDLE <= t < 2 * IDLE else 90])
 
 
 @pytest.mark.parametrize("period, periods, interval, missing", [
