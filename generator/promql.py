@@ -3516,7 +3516,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node,
                                 span is None, held_by)
             if span is None and not {"node", "gpu", "mig_instance"} & set(keys):  # a panel's value over the GPUs
-                named_ = one_per_uuid(named_, labels)
+                named_ = one_per_uuid(named_, labels, fields, list(scope.naming(labels)),
+                                      named_within or label_lookback(_seconds(resolution)))
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
@@ -3642,20 +3643,36 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
 # A GPU's UUID as NVIDIA writes it (nvidia-smi -L, the exporter's UUID label: `GPU-` and 32 hexadecimal digits in
 # groups of 8, 4, 4, 4 and 12), in any case (a pipeline lowercasing label values writes `gpu-...`): no node's name
 UUID_FORM = "(?i)GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+ONE_LABEL = "gpudash_one"  # one_per_uuid: a copy's GPU among its UUID's copies (its index, none for a UUID)
 
 
-def one_per_uuid(named: str, labels: Labels) -> str:
+def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers: list[str], lookback: str) -> str:
     """`named` (named_gpus': a value per GPU, `cluster`, GPU_LABEL and `gpu`) with the copies of one UUID at two
-    indexes made one, the highest: a value over the GPUs (a fleet's count, total, mean or maximum). A GPU is told apart
+    indexes made one: a value over the GPUs (a fleet's count, total, mean or maximum). A GPU is told apart
     by its UUID and index so that one without a UUID (named by its node) is one per index; two exporters of a rollout
     numbering a node's GPUs apart are told to be one node by the name they share (gpus_named's slot), but an old
     exporter given no NODE_NAME writes its own pod's name for the node where the new one writes the node's: no slot
     is shared, and each GPU counted twice until the old copies leave the look-back ('GPUs reporting' 12 for 9, 'Total
     power draw' 5,790 W for 4,590, tests/integration/test_exporter_overlap_long_and_unnamed.py). A UUID of NVIDIA's
     form (UUID_FORM) names one GPU whatever its index; any other value of GPU_LABEL (a node's name, where the series
-    carry no UUID) keeps its index. A MIG GPU's instances carry its UUID: counted once, as before."""
+    carry no UUID) keeps its index. A MIG GPU's instances carry its UUID: counted once, as before.
+    The copy kept is the highest of those with a series of `metrics` (under `matchers`) read at the instant, else
+    (every copy held from an earlier scrape within `lookback`) the highest: the copies held are dropped where their UUID
+    has one read. Keeping the highest alone, the old exporter's last readings, held through the look-back after it
+    left, read 1,200 W where the new one's live copies read 120 W, a job on the GPUs having ended
+    (tests/integration/test_fleet_stats_stale_copy.py)."""
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    return f'max by ({gpu}) (label_replace({named}, "gpu", "", {quoted(GPU_LABEL)}, "{UUID_FORM}"))'
+    one = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
+
+    def uuid_one(expr: str) -> str:  # ONE_LABEL: a GPU's index, none where GPU_LABEL is a UUID (UUID_FORM)
+        return f'label_replace(label_replace({expr}, "{ONE_LABEL}", "$1", "gpu", "(.*)"), "{ONE_LABEL}", "", ' \
+               f'{quoted(GPU_LABEL)}, "{UUID_FORM}")'
+    read = uuid_one(identified(f"({' or '.join(f'{selector(m, matchers)} < 1e14' for m in metrics)})", labels))
+    within = identified(f"({' or '.join(f'present_over_time({selector(m, matchers)}[{lookback}])' for m in metrics)})",
+                        labels)
+    held = f"({uuid_one(f'({within} unless on ({gpu}) {read})')} and on ({one}) {read})"  # where a copy is read
+    return f'max by ({gpu}) (label_replace({named} unless on ({gpu}) {held}, "gpu", "", {quoted(GPU_LABEL)}, ' \
+           f'"{UUID_FORM}"))'
 
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,

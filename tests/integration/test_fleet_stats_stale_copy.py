@@ -51,18 +51,17 @@ def test_before_the_load_falls_the_fleet_draws_1200_watts(rolled, after):
     assert _total(prometheus, start, after) == ([3.0], [1200.0])
 
 
-@pytest.mark.xfail(strict=True, reason="promql.one_per_uuid keeps a UUID's highest copy, not its freshest: the old "
-                                       "exporter's last readings, held through the look-back, win over the new "
-                                       "exporter's lower ones")
 @pytest.mark.parametrize("after", [135, 150, 180, 209])
 def test_after_the_old_exporter_left_the_fleet_draws_what_the_live_copies_read(rolled, after):
-    """From the new exporter's scrape at 131 s the only live copies read 20, 40, 60 W: 'Total power draw' 120 W.
-    Measured: 1,200 W to 210 s (the old copies' 200, 400, 600 W from their last scrape at 90 s, held for the 120 s
-    look-back, higher than the live copies'), 120 W from 211 s. Before one_per_uuid it read 1,320 W (both)."""
+    """From the new exporter's scrape at 131 s the only live copies read 20, 40, 60 W: 'Total power draw' 120 W
+    (promql.one_per_uuid keeps a UUID's live copy). When it kept a UUID's highest copy it read 1,200 W to 210 s (the
+    old copies' 200, 400, 600 W from their last scrape at 90 s, held through the 120 s look-back), 120 W from 211 s;
+    before one copy per UUID, 1,320 W (both)."""
     prometheus, start = rolled
     assert _total(prometheus, start, after) == ([3.0], [120.0])
 
 
 def test_once_the_old_copies_leave_the_look_back_the_fleet_draws_120_watts(rolled):
+    """From 211 s only the new exporter's copies are left: 120 W."""
     prometheus, start = rolled
     assert _total(prometheus, start, 215) == ([3.0], [120.0])
