@@ -149,7 +149,7 @@ def threshold_problem(alarm: Alarm, catalog: Catalog) -> tuple[str, str] | None:
             return (f"alarm {alarm.id!r}: threshold {threshold:g} is the {'top' if threshold == high else 'bottom'} "
                     f"of {low:g}-{high:g}, the range of {query.metric}'s values ({unit.label}): `{comparison} "
                     f"{threshold:g}` {'never holds' if edge else 'always holds'}",
-                    f"write a threshold inside {low:g}-{high:g}")
+                    f"write a threshold {'below' if threshold == high else 'above'} {threshold:g}")
         if low <= threshold <= high:
             continue
         never = (condition.comparison in (">", ">=")) == (condition.threshold > high)

@@ -19,7 +19,7 @@ from .model import Alarm, Dashboard
 from .panel_checks import check_panels, threshold_problem
 from .promql_text import STRING_LITERAL
 from .resources import known_fields
-from .settings import Settings, load_settings, settings_counters
+from .settings import Levels, Settings, load_settings, setting_place, settings_counters
 
 
 @dataclass(frozen=True)
@@ -173,6 +173,25 @@ def _load_dashboards(settings: Settings, ctx: definitions.Context) -> tuple[list
     return neutral, legacy
 
 
+def _threshold_error(alarm: Alarm, problem: tuple[str, str], settings: Settings) -> InputError:
+    """`problem` (threshold_problem's) of `alarm`, told at its definition; a bundled alarm's at the settings' level it
+    compares (`thresholds`: the level of that value), which is where its user sets it (framebuffer_used_ratio's
+    critical 1.0 was told at the bundled alarms/gpu_alarms.py, "write a threshold inside 0-1")."""
+    what, fix = problem
+    thresholds = [condition.threshold for condition in (alarm.condition, alarm.cloudwatch) if condition]
+    given = settings.thresholds
+    levels = [(key, level) for key in given
+              for level, number in ((("warning", given[key].warning), ("critical", given[key].critical))
+                                    if isinstance(given[key], Levels) else ((None, given[key]),)) if number in thresholds]
+    if settings.definitions.alarms is not None or len(levels) != 1:
+        return InputError(what, where=alarm.defined_at, hint=fix)
+    key, level = levels[0]
+    path = ["thresholds", key, *([level] if level else [])]
+    named = ".".join(path)
+    return InputError(f"{named} is the level of the bundled {what}", where=setting_place(settings, path),
+                      hint=re.sub(r"^write (a threshold|it)", f"set {named}", fix))
+
+
 def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, ...]:
     alarms: list[Alarm] = []
     seen: dict[str, str] = {}
@@ -189,6 +208,6 @@ def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, .
         _check_queries(alarm.queries, ctx.catalog, "alarm")
         problem = threshold_problem(alarm, ctx.catalog)
         if problem:
-            raise InputError(problem[0], where=alarm.defined_at, hint=problem[1])
+            raise _threshold_error(alarm, problem, settings)
         alarms.append(alarm)
     return tuple(alarms)

@@ -298,8 +298,10 @@ CASES = [
     # no GPU is ever under 0 %: the idle alarm and rule were written (and billed) and could never fire
     settings("idle threshold 0", "thresholds:\n  idle_gpu_util_percent: 0\n", "gpudash.yaml:2",
              "idle_gpu_util_percent: 0", "more than 0"),
+    # the bundled alarm's level is the settings' own: told at its key there, not at the bundled alarm's code
     settings("framebuffer critical at the top of the ratio", "thresholds:\n  framebuffer_used_ratio: {warning: 0.9, "
-             "critical: 1.0}\n", None, "`> 1` never holds"),
+             "critical: 1.0}\n", "gpudash.yaml:2", "thresholds.framebuffer_used_ratio.critical", "`> 1` never holds",
+             "fix: set thresholds.framebuffer_used_ratio.critical below 1"),
     settings("idle minutes too short", "thresholds:\n  idle_minutes: 2\n", "gpudash.yaml:2", "at least 5"),
     settings("idle minutes between periods", "thresholds:\n  idle_minutes: 9\n", "gpudash.yaml:2",
              "not a multiple of 5", "write a multiple of 5"),
