@@ -181,9 +181,15 @@ def check_overrides(extra: Any, prices: dict[str, Any], where: str) -> None:
             field = next(f for f in prices["rates"][key] if f not in (*_TEXT_FIELDS, "uncertain"))
             raise InputError(f"unknown key {key!r}: a rate, which goes under \"rates\" with its fields", where=where,
                              hint="write " + json.dumps({"rates": {key: {field: prices["rates"][key][field]}}}))
-        if key not in ("rates", "as_of", "source", "region"):
+        if key not in ("rates", "as_of", "source", "region", "currency"):
             raise InputError(f"unknown key {key!r}", where=where,
-                             hint=_one_of(key, ("rates", "as_of", "source", "region"), "the keys are"))
+                             hint=_one_of(key, ("rates", "as_of", "source", "region", "currency"), "the keys are"))
+    # a copy of the bundled file carries its currency: the same one only (the bill prints every amount in it)
+    if "currency" in extra and extra["currency"] != prices["currency"]:
+        raise InputError(f"currency is {json.dumps(extra['currency'])}: gpudash prices in {prices['currency']} "
+                         f"(every amount of the bill is printed in it)", where=where,
+                         hint=f"write the rates in {prices['currency']} and currency {json.dumps(prices['currency'])}, "
+                              f"or leave currency out")
     if "region" in extra and not (isinstance(extra["region"], str) and extra["region"].strip()):
         raise InputError(f"region must be the Region the rates are for, such as \"eu-west-1\", not "
                          f"{json.dumps(extra['region'])}", where=where, hint=OVERRIDE_HINT)
@@ -198,6 +204,11 @@ def check_overrides(extra: Any, prices: dict[str, Any], where: str) -> None:
                              where=where, hint=OVERRIDE_HINT)
         numbers = [f for f in prices["rates"][name] if f not in (*_TEXT_FIELDS, "uncertain")]
         for field, value in fields.items():
+            if field == "uncertain":  # a copy of the bundled file's flag, or false for a rate its author checked
+                if not isinstance(value, bool):
+                    raise InputError(f"rates.{name}.uncertain is {json.dumps(value)}, not true or false",
+                                     where=where, hint="write true (a rate to check) or false (checked)")
+                continue
             if field not in numbers and field not in _TEXT_FIELDS:
                 raise InputError(f"rates.{name} has no field {field!r}", where=where,
                                  hint=_one_of(field, numbers, f"rates.{name} takes"))

@@ -9,6 +9,7 @@ import pytest
 
 from generator import cost
 from generator.cost import Fleet, load_prices, tiered
+from generator.errors import InputError
 from generator.project import load_project
 from tests.conftest import REPO
 from tests.support import documentation
@@ -776,3 +777,22 @@ def test_rates_whose_products_pass_every_number_are_refused_not_printed_infinite
         assert code == 2, (output, stdout[-300:])
         assert "huge.json" in (stderr + stdout) and "no finite sum of money" in (stderr + stdout)
         assert "inf" not in stdout.replace("finite", "") and "Infinity" not in stdout and "Traceback" not in stderr
+
+
+def test_a_copy_of_the_bundled_price_file_is_a_valid_override(everything, tmp_path):
+    """The override is 'a JSON object of the same keys' (the bundled file's source text): a copy of the bundled file,
+    to edit, carries its `currency` and each rate's `uncertain` flag. It was refused ('unknown key 'currency'', then
+    'rates.free_tier has no field 'uncertain''); it prices as the bundled file, and a rate marked checked (`uncertain`
+    false) is no longer listed as one to check. Another currency than the rates' is refused: the bill prints $."""
+    bundled = load_prices()
+    override = tmp_path / "prices.json"
+    copied = json.loads(json.dumps(bundled))
+    copied["rates"]["free_tier"]["uncertain"] = False
+    override.write_text(json.dumps(copied))
+    fleet = Fleet(clusters=1, pods=10, churn=0)
+    result = estimates(everything, fleet, load_prices(overrides=override))
+    assert result["group_by"]["total"] == estimates(everything, fleet, bundled)["group_by"]["total"] > 0
+    assert "free_tier" not in result["uncertain_rates"] and "emf_event_bytes" in result["uncertain_rates"]
+    override.write_text(json.dumps({"currency": "EUR"}))
+    with pytest.raises(InputError, match="currency"):
+        load_prices(overrides=override)
