@@ -18,6 +18,8 @@ of a bounded unit's own range (max=100 on a 0-1 ratio) is a number of another sc
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .catalog import Catalog
 from .errors import InputError
 from .model import Alarm, Dashboard, Panel
@@ -161,10 +163,12 @@ def threshold_problem(alarm: Alarm, catalog: Catalog) -> tuple[str, str] | None:
     return None
 
 
-def check_panels(dashboard: Dashboard, catalog: Catalog) -> None:
-    """Every panel of the dashboard can be shown truthfully, else InputError naming it."""
+def check_panels(dashboard: Dashboard, catalog: Catalog,
+                 told: Callable[[Panel, tuple[str, str]], InputError | None] | None = None) -> None:
+    """Every panel of the dashboard can be shown truthfully, else InputError naming it (`told`'s, where it gives one:
+    a level the settings set)."""
     for panel in dashboard.panels():
         problem = (unit_problem(panel, catalog) or mixed_problem(panel, catalog) or range_problem(panel, catalog)
                    or scale_problem(panel, catalog))
         if problem:
-            raise InputError(problem[0], where=panel.defined_at, hint=problem[1])
+            raise (told and told(panel, problem)) or InputError(problem[0], where=panel.defined_at, hint=problem[1])

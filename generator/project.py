@@ -162,7 +162,7 @@ def _load_dashboards(settings: Settings, ctx: definitions.Context) -> tuple[list
                                  where=dashboard.defined_at, hint="give each dashboard a unique id")
             seen[dashboard.id] = dashboard.defined_at
             _check_queries(dashboard.queries(), ctx.catalog)
-            check_panels(dashboard, ctx.catalog)
+            check_panels(dashboard, ctx.catalog, lambda panel, problem: _panel_level_error(panel, problem, settings))
             neutral.append(dashboard)
         elif definitions.is_grafanalib_dashboard(item.value):
             legacy.append(item)
@@ -173,23 +173,47 @@ def _load_dashboards(settings: Settings, ctx: definitions.Context) -> tuple[list
     return neutral, legacy
 
 
+def _settings_levels(settings: Settings, numbers: list[float], pair: tuple[float, float] | None = None) -> list:
+    """The settings' `thresholds` levels ((key, "warning" / "critical" / None)) of any of `numbers` (of the pair of
+    levels `pair`, where given)."""
+    given = settings.thresholds
+    return [(key, level) for key in given
+            for level, number in ((("warning", given[key].warning), ("critical", given[key].critical))
+                                  if isinstance(given[key], Levels) else ((None, given[key]),))
+            if number in numbers and (pair is None or isinstance(given[key], Levels)
+                                      and (given[key].warning, given[key].critical) == tuple(pair))]
+
+
+def _level_error(what: str, fix: str, settings: Settings, levels: list) -> InputError | None:
+    """`what` of a bundled definition, told at the one settings level it reads (None: none or several)."""
+    if len(levels) != 1:
+        return None
+    key, level = levels[0]
+    path = ["thresholds", key, *([level] if level else [])]
+    named = ".".join(path)
+    return InputError(f"{named} is the level of the bundled {what}", where=setting_place(settings, path),
+                      hint=re.sub(r"^write (a threshold|it)", f"set {named}", fix))
+
+
+def _panel_level_error(panel, problem: tuple[str, str], settings: Settings) -> InputError | None:
+    """A bundled panel's level past its unit's range (panel_checks.scale_problem), told at the settings level it is
+    (framebuffer_used_ratio's critical 95 was told at the bundled dashboards/gpu_by_pod.py)."""
+    past = re.search(r": a threshold (\S+) is above ", problem[0])
+    if settings.definitions.dashboards is not None or not past or not panel.thresholds:
+        return None
+    return _level_error(problem[0], problem[1], settings,
+                        _settings_levels(settings, [float(past.group(1))], panel.thresholds))
+
+
 def _threshold_error(alarm: Alarm, problem: tuple[str, str], settings: Settings) -> InputError:
     """`problem` (threshold_problem's) of `alarm`, told at its definition; a bundled alarm's at the settings' level it
     compares (`thresholds`: the level of that value), which is where its user sets it (framebuffer_used_ratio's
     critical 1.0 was told at the bundled alarms/gpu_alarms.py, "write a threshold inside 0-1")."""
     what, fix = problem
     thresholds = [condition.threshold for condition in (alarm.condition, alarm.cloudwatch) if condition]
-    given = settings.thresholds
-    levels = [(key, level) for key in given
-              for level, number in ((("warning", given[key].warning), ("critical", given[key].critical))
-                                    if isinstance(given[key], Levels) else ((None, given[key]),)) if number in thresholds]
-    if settings.definitions.alarms is not None or len(levels) != 1:
-        return InputError(what, where=alarm.defined_at, hint=fix)
-    key, level = levels[0]
-    path = ["thresholds", key, *([level] if level else [])]
-    named = ".".join(path)
-    return InputError(f"{named} is the level of the bundled {what}", where=setting_place(settings, path),
-                      hint=re.sub(r"^write (a threshold|it)", f"set {named}", fix))
+    told = None if settings.definitions.alarms is not None else \
+        _level_error(what, fix, settings, _settings_levels(settings, thresholds))
+    return told or InputError(what, where=alarm.defined_at, hint=fix)
 
 
 def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, ...]:
