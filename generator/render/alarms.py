@@ -1941,8 +1941,14 @@ def window_problem(alarm: Alarm, settings: Settings) -> str:
 def window_period(alarm: Alarm, settings: Settings) -> int:
     """The shortest period of whole minutes and whole scrape intervals whose window (evaluation_periods of them) holds
     WINDOW_SCRAPES scrape intervals."""
-    interval, period = settings.scrape.seconds, 60
-    while period * alarm.evaluation_periods < WINDOW_SCRAPES * interval or period % interval:
+    return _least_period(settings.scrape.seconds, WINDOW_SCRAPES, alarm.evaluation_periods)
+
+
+def _least_period(interval: int, scrapes: int, periods: int = 1) -> int:
+    """The shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals of `interval`
+    seconds `periods` of which hold `scrapes` scrape intervals."""
+    period = 60
+    while period * periods < scrapes * interval or period % interval:
         period += 60
     return period
 
@@ -1955,15 +1961,20 @@ def _period_problems(alarm: Alarm, settings: Settings) -> list[tuple[str, int, i
     filled = filled_problem(alarm, settings.scrape.seconds)
     window = window_problem(alarm, settings)
     return [(problem, least, scrapes) for problem, least, scrapes in (
-        (filled, stopped_period(settings), FILLED_SCRAPES_PER_PERIOD),
+        (filled, _least_period(settings.scrape.seconds, FILLED_SCRAPES_PER_PERIOD), FILLED_SCRAPES_PER_PERIOD),
         (window, window_period(alarm, settings), WINDOW_SCRAPES)) if problem]
 
 
 def _longest_interval(alarm: Alarm, scrapes: int) -> str:
     """The longest scrape interval of whole seconds that divides the alarm's period and fits `scrapes` of them in its
     period (FILLED_SCRAPES_PER_PERIOD) or its window (WINDOW_SCRAPES)."""
-    span = alarm.period_seconds * (alarm.evaluation_periods if scrapes == WINDOW_SCRAPES else 1)
-    return f"{next(s for s in range(span // scrapes, 0, -1) if alarm.period_seconds % s == 0)}s"
+    return _interval_fitting(alarm.period_seconds, scrapes,
+                             alarm.evaluation_periods if scrapes == WINDOW_SCRAPES else 1)
+
+
+def _interval_fitting(period: int, scrapes: int, periods: int = 1) -> str:
+    """The longest scrape interval of whole seconds that divides `period` and fits `scrapes` of them in `periods` of it."""
+    return f"{next(s for s in range(period * periods // scrapes, 0, -1) if period % s == 0)}s"
 
 
 def _check_filled_periods(alarm: Alarm, settings: Settings) -> None:
@@ -1994,10 +2005,7 @@ def short_filled_periods(project) -> list[tuple[str, str, str]]:
 def stopped_period(settings: Settings) -> int:
     """The shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals that holds
     stopped_gpus.SCRAPES_PER_PERIOD of them."""
-    interval, period = settings.scrape.seconds, 60
-    while period < stopped_gpus.SCRAPES_PER_PERIOD * interval or period % interval:
-        period += 60
-    return period
+    return _least_period(settings.scrape.seconds, stopped_gpus.SCRAPES_PER_PERIOD)
 
 
 def short_stopped_periods(project) -> list[tuple[str, str, str]]:
@@ -2006,16 +2014,11 @@ def short_stopped_periods(project) -> list[tuple[str, str, str]]:
     settings = project.settings
     interval = settings.scrape.seconds
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {problem}",
-             f"give scrape.interval {interval_for(alarm.period_seconds)} or less, or copy the bundled alarms into a "
+             f"give scrape.interval {_interval_fitting(alarm.period_seconds, stopped_gpus.SCRAPES_PER_PERIOD)} or "
+             f"less, or copy the bundled alarms into a "
              f"folder of your own, named in definitions.alarms, and give it period_seconds={stopped_period(settings)}")
             for alarm in project.alarms if alarm.stopped and settings.definitions.alarms is None
             for problem in [stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
-
-
-def interval_for(period: int) -> str:
-    """The longest scrape interval of whole seconds that divides `period` and fits SCRAPES_PER_PERIOD in it."""
-    seconds = next(s for s in range(period // stopped_gpus.SCRAPES_PER_PERIOD, 0, -1) if period % s == 0)
-    return f"{seconds}s"
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:
