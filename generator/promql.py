@@ -2196,14 +2196,17 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 
 
+# outer grouping keys besides `pod` that keep a workload, MIG instance or field label: no rate per GPU (reads_recording)
+_NOT_PER_GPU_KEYS = frozenset(("namespace", "container", "mig_instance", *FIELD_LABEL_KEYS))
+
+
 def reads_recording(query: Query, catalog: Catalog) -> bool:
     """A panel query whose counter's rate is read from its recording (counted_rules): a rate per GPU (an outer grouping
     that keeps no pod, MIG instance or field label) or per pod (_named_rates: each GPU's per-GPU rate)."""
     keys = set(group_keys(query.by))
     if not reads_copies_per_step(query, catalog) or query.as_increase or query.over or query.aggregation == "count":
         return False
-    return set(keys) <= POD_KEYS if "pod" in keys else not keys & {"namespace", "container", "mig_instance",
-                                                                    *FIELD_LABEL_KEYS}
+    return keys <= POD_KEYS if "pod" in keys else not keys & _NOT_PER_GPU_KEYS
 
 
 def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
@@ -2240,7 +2243,7 @@ def recorded_counters(query: Query, catalog: Catalog) -> tuple[str, ...]:
     if not query.over:
         return (query.metric,) if reads_recording(query, catalog) else ()
     if query.raw_promql or query.as_increase or query.aggregation == "count" or \
-            set(group_keys(query.by)) & {"pod", "namespace", "container", "mig_instance", *FIELD_LABEL_KEYS}:
+            set(group_keys(query.by)) & {"pod", *_NOT_PER_GPU_KEYS}:
         return ()
     return tuple(name for name in (query.metric, *query.over) if name in catalog and catalog.get(name).is_counter)
 
