@@ -154,12 +154,12 @@ def threshold_problem(alarm: Alarm, catalog: Catalog) -> tuple[str, str] | None:
                     f"write a threshold {'below' if threshold == high else 'above'} {threshold:g}")
         if low <= threshold <= high:
             continue
-        never = (condition.comparison in (">", ">=")) == (condition.threshold > high)
-        return (f"alarm {alarm.id!r}: threshold {condition.threshold:g} is outside {low:g}-{high:g}, the range of "
-                f"{query.metric}'s values ({unit.label}): `{condition.comparison} {condition.threshold:g}` "
+        never = (comparison in (">", ">=")) == (threshold > high)
+        return (f"alarm {alarm.id!r}: threshold {threshold:g} is outside {low:g}-{high:g}, the range of "
+                f"{query.metric}'s values ({unit.label}): `{comparison} {threshold:g}` "
                 f"{'never holds' if never else 'always holds'}",
-                f"write it in {unit.label} (e.g. {condition.threshold / 100:g} for {condition.threshold:g} %)"
-                if high == 1 and condition.threshold <= 100 else f"write a threshold within {low:g}-{high:g}")
+                f"write it in {unit.label} (e.g. {threshold / 100:g} for {threshold:g} %)"
+                if high == 1 and threshold <= 100 else f"write a threshold within {low:g}-{high:g}")
     return None
 
 
