@@ -1563,9 +1563,9 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     if not forms:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
     if forms[0].kind == "unread":  # its periods hold enough scrapes first: the period it asks for fits both backends
-        _check_stopped_period(alarm, settings)
+        _check_short_periods(alarm, settings)
     _check_period(alarm, settings)
-    _check_filled_periods(alarm, settings)
+    _check_short_periods(alarm, settings)
     window = alarm.period_seconds * alarm.evaluation_periods
     if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
         raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
@@ -1866,22 +1866,38 @@ def of_settings_clusters(expr: str, settings: Settings) -> str:
 def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple:
     """A stopped alarm's (fields, settings, period, periods): its presence field and its MIG stand-in
     (stopped_gpus.fields_read)."""
-    _check_stopped_period(alarm, settings)
+    _check_short_periods(alarm, settings)
     fields = stopped_gpus.fields_read(catalog, settings, _alert_query(alarm, settings).metric)
     return fields, settings, alarm.period_seconds, alarm.evaluation_periods
 
 
-def _check_stopped_period(alarm: Alarm, settings: Settings) -> None:
-    """A stopped alarm of the user's own holds stopped_gpus.SCRAPES_PER_PERIOD scrapes a period at least
-    (period_problem), on either backend; the bundled rule, whose period the user does not write, is kept with a
-    warning (short_stopped_periods)."""
-    if settings.definitions.alarms is None:
-        return
-    problem = stopped_gpus.period_problem(alarm.period_seconds, settings.scrape.seconds)
-    if problem:
-        raise InputError(f"alarm {alarm.id!r}: {problem}", where=alarm.defined_at,
-                         hint=f"give the alarm period_seconds={stopped_period(settings)} or more (at least "
-                              f"{stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals), or scrape more often")
+@dataclass(frozen=True)
+class _ShortPeriod:
+    """One way an alarm's period is too short for the scrape interval: why, the scrapes its period (`periods`=1) or
+    its window (`periods`: evaluation_periods) must hold, the least period of whole minutes that holds them, and what
+    the refusal's hint says beside that period (`also`) and after scraping more often (`other`)."""
+    why: str
+    scrapes: int
+    periods: int
+    least: int
+    also: str = ""
+    other: str = ""
+
+
+def _least_period(settings: Settings, scrapes: int, periods: int = 1) -> int:
+    """The shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals whose
+    `periods` of them hold `scrapes` scrape intervals."""
+    interval, period = settings.scrape.seconds, 60
+    while period * periods < scrapes * interval or period % interval:
+        period += 60
+    return period
+
+
+def _longest_interval(alarm: Alarm, short: _ShortPeriod) -> str:
+    """The longest scrape interval of whole seconds that divides the alarm's period and fits `short.scrapes` of them in
+    its period or window."""
+    span = alarm.period_seconds * short.periods
+    return f"{next(s for s in range(span // short.scrapes, 0, -1) if alarm.period_seconds % s == 0)}s"
 
 
 # The fewest scrapes a period of an alarm judged over several periods with its missing ones filled holds (filled_problem)
@@ -1896,8 +1912,8 @@ def filled_problem(alarm: Alarm, interval: int) -> str:
     evaluations whose range holds two of them (60 s periods x 6 at 60 s scrapes: in ALARM at 36 of the 55 minutes it
     should be, over an evaluation range one period longer than the alarm's); breaching, one not breaching reaches the
     datapoints it needs. An alarm of one period is judged on its latest datapoint, which any two periods running hold;
-    missing data not filled (missing, ignore) is judged so too. The stopped rule (its own check) and the data-missing
-    rule (its own requests) are not judged here."""
+    missing data not filled (missing, ignore) is judged so too. The stopped rule (stopped_gpus.period_problem) and the
+    data-missing rule (window_problem) are judged apart."""
     if alarm.stopped or alarm.absent or alarm.evaluation_periods < 2 or \
             alarm.missing_data not in ("notBreaching", "breaching") or \
             alarm.period_seconds >= FILLED_SCRAPES_PER_PERIOD * interval:
@@ -1938,87 +1954,49 @@ def window_problem(alarm: Alarm, settings: Settings) -> str:
             f"at such evaluations")
 
 
-def window_period(alarm: Alarm, settings: Settings) -> int:
-    """The shortest period of whole minutes and whole scrape intervals whose window (evaluation_periods of them) holds
-    WINDOW_SCRAPES scrape intervals."""
-    return _least_period(settings.scrape.seconds, WINDOW_SCRAPES, alarm.evaluation_periods)
-
-
-def _least_period(interval: int, scrapes: int, periods: int = 1) -> int:
-    """The shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals of `interval`
-    seconds `periods` of which hold `scrapes` scrape intervals."""
-    period = 60
-    while period * periods < scrapes * interval or period % interval:
-        period += 60
-    return period
-
-
-def _period_problems(alarm: Alarm, settings: Settings) -> list[tuple[str, int, int]]:
-    """(why, the least period that works, the scrape intervals it must hold) of each way `alarm`'s period is too short
-    for settings' scrape interval (filled_problem, window_problem)."""
+def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
+    """Each way `alarm`'s period is too short for settings' scrape interval: a stopped rule's period on either backend
+    (stopped_gpus.period_problem), and off the add-on a several-period alarm with missing data filled (filled_problem)
+    and the data-missing rule's window (window_problem)."""
+    interval = settings.scrape.seconds
+    found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1,
+                          _least_period(settings, stopped_gpus.SCRAPES_PER_PERIOD),
+                          f" (at least {stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals)")
+             for problem in [alarm.stopped and stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
     if addon_source(settings):
-        return []
-    filled = filled_problem(alarm, settings.scrape.seconds)
-    window = window_problem(alarm, settings)
-    return [(problem, least, scrapes) for problem, least, scrapes in (
-        (filled, _least_period(settings.scrape.seconds, FILLED_SCRAPES_PER_PERIOD), FILLED_SCRAPES_PER_PERIOD),
-        (window, window_period(alarm, settings), WINDOW_SCRAPES)) if problem]
+        return found
+    filled, window = filled_problem(alarm, interval), window_problem(alarm, settings)
+    return found + [short for short in (
+        filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, _least_period(settings, FILLED_SCRAPES_PER_PERIOD),
+                                other=", or missing_data='missing'"),
+        window and _ShortPeriod(window, WINDOW_SCRAPES, alarm.evaluation_periods,
+                                _least_period(settings, WINDOW_SCRAPES, alarm.evaluation_periods))) if short]
 
 
-def _longest_interval(alarm: Alarm, scrapes: int) -> str:
-    """The longest scrape interval of whole seconds that divides the alarm's period and fits `scrapes` of them in its
-    period (FILLED_SCRAPES_PER_PERIOD) or its window (WINDOW_SCRAPES)."""
-    return _interval_fitting(alarm.period_seconds, scrapes,
-                             alarm.evaluation_periods if scrapes == WINDOW_SCRAPES else 1)
-
-
-def _interval_fitting(period: int, scrapes: int, periods: int = 1) -> str:
-    """The longest scrape interval of whole seconds that divides `period` and fits `scrapes` of them in `periods` of it."""
-    return f"{next(s for s in range(period * periods // scrapes, 0, -1) if period % s == 0)}s"
-
-
-def _check_filled_periods(alarm: Alarm, settings: Settings) -> None:
-    """An alarm of the user's own whose period is too short for the scrape interval (_period_problems) is refused; a
-    bundled one, whose period the user does not write, is kept with a warning (short_filled_periods)."""
+def _check_short_periods(alarm: Alarm, settings: Settings) -> None:
+    """An alarm of the user's own whose period is too short for the scrape interval (_short_periods) is refused; a
+    bundled one, whose period the user does not write, is kept with a warning (short_periods)."""
     if settings.definitions.alarms is None:
         return
-    for problem, least, scrapes in _period_problems(alarm, settings):
-        raise InputError(f"alarm {alarm.id!r}: {problem}", where=alarm.defined_at,
-                         hint=f"give the alarm period_seconds={least} or more, or scrape more often"
-                              + (", or missing_data='missing'" if scrapes == FILLED_SCRAPES_PER_PERIOD else ""))
+    for short in _short_periods(alarm, settings):
+        raise InputError(f"alarm {alarm.id!r}: {short.why}", where=alarm.defined_at,
+                         hint=f"give the alarm period_seconds={short.least} or more{short.also}, or scrape more "
+                              f"often{short.other}")
 
 
-def short_filled_periods(project) -> list[tuple[str, str, str]]:
-    """(where, what, fix) of each bundled alarm whose period is too short for the scrape interval (_period_problems):
-    at scrape.interval 5m the idle GPU alarm's 5-minute periods hold one, the data-missing rule's 10-minute window
-    two. It is kept (the user does not write its period), and said."""
+def short_periods(project) -> list[tuple[str, str, str]]:
+    """(where, what, fix) of each bundled alarm whose period is too short for the scrape interval (_short_periods),
+    the stopped rule's first: at scrape.interval 5m the stopped rule's and the idle GPU alarm's 5-minute periods hold
+    one, the data-missing rule's 10-minute window two. It is kept (the user does not write its period), and said."""
     settings = project.settings
     if settings.definitions.alarms is not None:
         return []
-    return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {problem}",
-             f"give scrape.interval {_longest_interval(alarm, scrapes)} or less, "
+    found = [(alarm, short) for alarm in project.alarms for short in _short_periods(alarm, settings)]
+    return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {short.why}",
+             f"give scrape.interval {_longest_interval(alarm, short)} or less, "
              f"or copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "
-             f"period_seconds={least}")
-            for alarm in project.alarms for problem, least, scrapes in _period_problems(alarm, settings)]
-
-
-def stopped_period(settings: Settings) -> int:
-    """The shortest period of whole minutes (the agent's standard resolution) and whole scrape intervals that holds
-    stopped_gpus.SCRAPES_PER_PERIOD of them."""
-    return _least_period(settings.scrape.seconds, stopped_gpus.SCRAPES_PER_PERIOD)
-
-
-def short_stopped_periods(project) -> list[tuple[str, str, str]]:
-    """(where, what, fix) of each bundled stopped rule whose period holds too few scrapes (period_problem): at
-    scrape.interval 5m its 5-minute periods hold one. It is kept (the user does not write its period), and said."""
-    settings = project.settings
-    interval = settings.scrape.seconds
-    return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {problem}",
-             f"give scrape.interval {_interval_fitting(alarm.period_seconds, stopped_gpus.SCRAPES_PER_PERIOD)} or "
-             f"less, or copy the bundled alarms into a "
-             f"folder of your own, named in definitions.alarms, and give it period_seconds={stopped_period(settings)}")
-            for alarm in project.alarms if alarm.stopped and settings.definitions.alarms is None
-            for problem in [stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
+             f"period_seconds={short.least}")
+            for alarm, short in sorted(found, key=lambda pair: not pair[0].stopped)]
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:
