@@ -1012,9 +1012,8 @@ def _data_missing_requests(alarm: Alarm, settings: Settings, cluster: Cluster) -
         return [_data_missing_request(alarm, settings, cluster)]
     daemonsets = named_daemonsets(settings, cluster)
     joined = Counter(f"{ns}-{ds}" for ns, ds in daemonsets)
-    requests = []
+    requests, named = [], len(daemonsets) > 1
     for number, (ns, ds) in enumerate(daemonsets):
-        named = len(daemonsets) > 1
         requests.append(_data_missing_request(alarm, settings, cluster, (ns, ds), named, joined[f"{ns}-{ds}"] > 1))
         if named:
             _daemonset_name_fits(requests[-1]["AlarmName"], settings, cluster, number, f"{ns}/{ds}")
