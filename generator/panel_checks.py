@@ -130,6 +130,23 @@ def scale_problem(panel: Panel, catalog: Catalog) -> tuple[str, str] | None:
             f"write it within {unit.bounds[0]:g}-{top:g}")
 
 
+def _below_nothing(alarm: Alarm, condition, query) -> tuple[str, str] | None:
+    """(problem, fix) of a condition on values never below 0 (a counter's increase, a count of readings) whose
+    threshold never or always holds there: `>= 0` always, `< 0` never, and any threshold below 0 alike. One that never
+    holds is kept where missing data breaches: that alarm fires on a period without data, as an absence alarm."""
+    threshold, comparison = condition.threshold, condition.comparison
+    if threshold > 0 or comparison in (">", "<=") and threshold == 0:
+        return None
+    if comparison in ("<", "<=") and alarm.missing_data == "breaching":
+        return None
+    values = "a count of readings" if query.aggregation == "count" else f"an increase of the counter {query.metric}"
+    holds = "always holds" if comparison in (">", ">=") else "never holds"
+    return (f"alarm {alarm.id!r}: threshold {threshold:g} on {values}, which is never below 0: "
+            f"`{comparison} {threshold:g}` {holds}",
+            "write a threshold above 0, or `> 0` for any increase" if query.aggregation != "count" else
+            "write a threshold above 0, or `< 1` for no reading")
+
+
 def threshold_problem(alarm: Alarm, catalog: Catalog) -> tuple[str, str] | None:
     """(problem, fix) of an alarm whose threshold lies outside the range of its values' unit (a percentage 0-100, a
     ratio 0-1) where every value lies in it (a reading, its mean, max or min; not a sum or count): a number of another
@@ -137,6 +154,12 @@ def threshold_problem(alarm: Alarm, catalog: Catalog) -> tuple[str, str] | None:
     alarm takes no unit: its threshold is in its query's unit, which nothing converts."""
     for condition in (alarm.condition, alarm.cloudwatch):
         query = condition.query if condition else None
+        if query is not None and not query.raw_promql and (query.aggregation == "count" or (
+                query.as_increase and query.metric in catalog and catalog.get(query.metric).is_counter)):
+            problem = _below_nothing(alarm, condition, query)
+            if problem:
+                return problem
+            continue
         if query is None or query.raw_promql or query.metric not in catalog or query.aggregation in ("sum", "count"):
             continue
         unit = charted_unit(query, catalog)

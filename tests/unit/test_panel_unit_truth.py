@@ -25,6 +25,7 @@ from tests.support.projects import defined_project
 
 TENSOR, UTIL, POWER = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"
 FB_USED, FB_FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
+REPLAYS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +176,12 @@ ALARM_REFUSED = {
     "below the bottom itself": (f'Query("{UTIL}", "avg", ("pod",)), "<", 0', "never"),
     "at least the bottom": (f'Query("{UTIL}", "min"), ">=", 0', "always"),
     "at most the top": (f'Query("{TENSOR}", "max", ("pod",)), "<=", 1', "always"),
+    # a counter's increase and a count of readings are never below 0 (Prometheus' increase() and CloudWatch's count
+    # alike): generate wrote these (exit 0), alarms billed that fire always or never
+    "an increase at least 0": (f'Query("{REPLAYS}", "max", ("node", "gpu"), as_increase=True), ">=", 0', "always"),
+    "an increase below 0": (f'Query("{REPLAYS}", "sum", ("node", "gpu"), as_increase=True), "<", 0', "never"),
+    "an increase above a negative": (f'Query("{REPLAYS}", "max", as_increase=True), ">", -1', "always"),
+    "a count at least 0": ('Query("DCGM_FI_DEV_GPU_TEMP", "count"), ">=", 0', "always"),
 }
 ALARM_BUILT = {
     "a ratio's level": f'Query("{TENSOR}", "avg", ("pod",)), "<", 0.1',
@@ -182,6 +189,9 @@ ALARM_BUILT = {
     "no use at all": f'Query("{UTIL}", "max", ("pod",)), "<=", 0',
     "a pod's GPUs summed past 100 %": f'Query("{UTIL}", "sum", ("pod",)), ">", 150',
     "a unit without a range": 'Query("DCGM_FI_DEV_GPU_TEMP", "max"), ">", 150',
+    "any increase": f'Query("{REPLAYS}", "max", ("node", "gpu"), as_increase=True), ">", 0',
+    "no increase": f'Query("{REPLAYS}", "max", ("node", "gpu"), as_increase=True), "<=", 0',
+    "no reading": 'Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1',
 }
 
 
@@ -197,7 +207,11 @@ def test_an_alarm_threshold_outside_its_values_range_is_exit_2_naming_the_alarm(
 
 
 DEFINED = {**{f"panel: {case}": {"dashboards": DASHBOARD.format(panel=text)} for case, text in BUILT.items()},
-           **{f"alarm: {case}": {"alarms": ALARMS.format(condition=text)} for case, text in ALARM_BUILT.items()}}
+           **{f"alarm: {case}": {"alarms": ALARMS.format(condition=text)} for case, text in ALARM_BUILT.items()},
+           # a period without data breaches: it fires then, as an absence alarm
+           "alarm: an increase below 0, missing data breaching": {"alarms": ALARMS.format(
+               condition=f'Query("{REPLAYS}", "max", as_increase=True), "<", 0').replace(
+               ', description=', ', missing_data="breaching", description=')}}
 
 
 @pytest.mark.parametrize("case", list(DEFINED))
