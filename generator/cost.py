@@ -253,7 +253,7 @@ def load_prices(path: Path = PRICES, overrides: Path | None = None) -> dict[str,
     """The price file; `overrides` (same shape, any subset of `rates`) replaces single rates."""
     prices = json.loads(path.read_text())
     if overrides is not None:
-        extra = read_json(overrides, "prices file", OVERRIDE_HINT)
+        extra = read_json(overrides, "prices file", OVERRIDE_HINT, unique_keys=True)
         check_overrides(extra, prices, str(overrides))
         prices = copy.deepcopy(prices)
         for key, value in extra.get("rates", {}).items():

@@ -65,16 +65,39 @@ def list_folder(folder: Path, what: str, hint: str) -> list[str]:
                          hint="check the folder's permissions: gpudash must be able to list and read it") from None
 
 
-def read_json(path: Path, what: str, hint: str):
-    """The JSON document in `path`, or an InputError naming the file and the line that is not JSON."""
+def read_json(path: Path, what: str, hint: str, unique_keys: bool = False):
+    """The JSON document in `path`, or an InputError naming the file and the line that is not JSON; with
+    `unique_keys`, or naming a key an object holds twice (json keeps the last silently, a value the user wrote over)."""
     import json
 
     text = decode_utf8(read_bytes(path, what, hint), path, what)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys(path, what) if unique_keys else None)
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} is not JSON ({exc.msg}, column {exc.colno})", where=f"{path}:{exc.lineno}",
                          hint=hint) from None
+
+
+def _unique_keys(path: Path, what: str):
+    """json's object_pairs_hook refusing an object that holds a key twice."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in items:
+            if key in seen:
+                raise InputError(f"{what}: key {key!r} appears twice in one object ({json_text(seen[key])} and "
+                                 f"{json_text(value)})", where=str(path),
+                                 hint="keep one of the two; JSON readers silently use the last")
+            seen[key] = value
+        return seen
+    return pairs
+
+
+def json_text(value: Any) -> str:
+    """`value` as JSON writes it, cut short."""
+    import json
+
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def read_json_schema(path: Path, what: str, hint: str, validator_class):

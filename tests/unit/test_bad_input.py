@@ -636,6 +636,12 @@ CASES = [
     prices("with a tier of a fraction of units",
            {"custom_metric_month": {"tiers": [[10000, 0.3], [10000.5, 0.2], [None, 0.1]]}},
            "rates.custom_metric_month.tiers[1] is a tier of 10000.5 units"),
+    # a key written twice: json keeps the last silently, so the first, the price the user read, was not the one billed
+    flags("cost --prices with a rate written twice", ("cost", "--pods", "3", "--prices", "p.json"),
+          "prices file: key 'dashboard_month' appears twice in one object ({\"price\": 3} and {\"price\": 4})",
+          "keep one of the two",
+          files={"p.json": '{"rates": {"dashboard_month": {"price": 3}, "dashboard_month": {"price": 4}}}'},
+          where="p.json"),
     flags("cost --prices not JSON", ("cost", "--pods", "3", "--prices", "p.json"), "not JSON",
           files={"p.json": '{"rates":\n  {]'}, where="p.json:2"),
     flags("cost without --pods", ("cost",), "--pods"),
