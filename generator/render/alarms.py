@@ -1561,10 +1561,14 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             from None
     if not forms:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
-    if forms[0].kind == "unread":  # its periods hold enough scrapes first: the period it asks for fits both backends
+    # the stopped rule's periods hold enough scrapes first (the period its hint asks for fits both backends); the
+    # others' after the periods CloudWatch can evaluate at all
+    stopped_first = forms[0].kind == "unread"
+    if stopped_first:
         _check_short_periods(alarm, settings)
     _check_period(alarm, settings)
-    _check_short_periods(alarm, settings)
+    if not stopped_first:
+        _check_short_periods(alarm, settings)
     window = alarm.period_seconds * alarm.evaluation_periods
     if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
         raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
