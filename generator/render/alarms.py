@@ -1885,6 +1885,7 @@ class _ShortPeriod:
     least: int
     also: str = ""
     other: str = ""
+    keep: str = ""
 
 
 def _least_period(settings: Settings, scrapes: int, periods: int = 1) -> int:
@@ -1971,7 +1972,8 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     filled, window = filled_problem(alarm, interval), window_problem(alarm, settings)
     return found + [short for short in (
         filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, _least_period(settings, FILLED_SCRAPES_PER_PERIOD),
-                                other=", or missing_data='missing'"),
+                                other=", or missing_data='missing'",
+                                keep=_keeping_window(alarm, _least_period(settings, FILLED_SCRAPES_PER_PERIOD))),
         window and _ShortPeriod(window, WINDOW_SCRAPES, alarm.evaluation_periods,
                                 _least_period(settings, WINDOW_SCRAPES, alarm.evaluation_periods))) if short]
 
@@ -1998,8 +2000,23 @@ def short_periods(project) -> list[tuple[str, str, str]]:
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {short.why}",
              f"give scrape.interval {_longest_interval(alarm, short)} or less, "
              f"or copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "
-             f"period_seconds={short.least}")
+             f"period_seconds={short.least}{short.keep}")
             for alarm, short in sorted(found, key=lambda pair: not pair[0].stopped)]
+
+
+def _keeping_window(alarm: Alarm, least: int) -> str:
+    """What a longer period `least` asks of an alarm judged over several periods so that it judges the span it says:
+    the bundled idle alarm's 6 periods of 300 s (idle_minutes 30) at 600 s periods would span 60 minutes, its
+    description still saying 30."""
+    window = alarm.period_seconds * alarm.evaluation_periods
+    if window % least:
+        return (f" (its {alarm.evaluation_periods} periods then span {least * alarm.evaluation_periods} s, not "
+                f"{window} s: give it evaluation_periods for the span it names)")
+    periods = window // least
+    needed = alarm.datapoints_to_alarm
+    scaled = "" if needed in (None, alarm.evaluation_periods) else \
+        f", datapoints_to_alarm={max(1, -(-needed * periods // alarm.evaluation_periods))}"
+    return f" and evaluation_periods={periods}{scaled}, which keep its window of {window} s"
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:

@@ -86,7 +86,10 @@ def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path
     (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-idle'" in n["message"]]
     assert ("alarm 'gpu-idle' (bundled): its period of 300 s is under 2 scrape intervals (scrape.interval 300 s), "
             "and it is judged over 6 periods with missing data not breaching") in warning["message"]
-    assert warning["fix"].startswith("give scrape.interval 150s or less, or copy the bundled alarms")
+    # its copy at 600 s periods keeps the 30 minutes it names (idle_minutes) in 3 periods, not 6 (60 minutes)
+    assert warning["fix"] == ("give scrape.interval 150s or less, or copy the bundled alarms into a folder of your own, "
+                              "named in definitions.alarms, and give it period_seconds=600 and evaluation_periods=3, "
+                              "which keep its window of 1800 s")
     alarms = json.loads((tmp_path / "out" / "cloudwatch" / "alarms.json").read_text())["alarms"]
     assert any(a["Request"]["AlarmName"].endswith("-gpu-idle-warning") for a in alarms)
 
@@ -106,3 +109,15 @@ def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, p
     assert (f"alarm 'gone': its window of {period * periods} s ({periods} periods of {period} s) is under 3 scrape "
             f"intervals (scrape.interval {interval} s)") in message
     assert f"fix: give the alarm period_seconds={least} or more" in stderr
+
+
+def test_the_bundled_idle_alarm_whose_window_600_s_periods_do_not_divide_is_told_its_span(tmp_path, cli):
+    """idle_minutes 35 is 7 periods of 300 s: at 600 s periods no whole number of them spans its 2100 s, and the fix
+    says what 7 of them would span instead of a period alone."""
+    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 5m\nthresholds:\n  idle_minutes: 35\n")
+    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
+                               "--output", "json")
+    assert code == 0, stderr
+    (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-idle'" in n["message"]]
+    assert warning["fix"].endswith("give it period_seconds=600 (its 7 periods then span 4200 s, not 2100 s: give it "
+                                   "evaluation_periods for the span it names)")
