@@ -16,7 +16,7 @@ from . import definitions
 from .catalog import Catalog, load_counters
 from .errors import InputError
 from .model import Alarm, Dashboard
-from .panel_checks import check_panels, threshold_problem
+from .panel_checks import check_panels, scale_problem, threshold_problem
 from .promql_text import STRING_LITERAL
 from .resources import known_fields
 from .settings import Levels, Settings, load_settings, setting_place, settings_counters
@@ -162,7 +162,8 @@ def _load_dashboards(settings: Settings, ctx: definitions.Context) -> tuple[list
                                  where=dashboard.defined_at, hint="give each dashboard a unique id")
             seen[dashboard.id] = dashboard.defined_at
             _check_queries(dashboard.queries(), ctx.catalog)
-            check_panels(dashboard, ctx.catalog, lambda panel, problem: _panel_level_error(panel, problem, settings))
+            check_panels(dashboard, ctx.catalog,
+                         lambda panel, problem: _panel_level_error(panel, problem, settings, ctx.catalog))
             neutral.append(dashboard)
         elif definitions.is_grafanalib_dashboard(item.value):
             legacy.append(item)
@@ -195,14 +196,18 @@ def _level_error(what: str, fix: str, settings: Settings, levels: list) -> Input
                       hint=re.sub(r"^write (a threshold|it)", f"set {named}", fix))
 
 
-def _panel_level_error(panel, problem: tuple[str, str], settings: Settings) -> InputError | None:
+def _panel_level_error(panel, problem: tuple[str, str], settings: Settings, catalog) -> InputError | None:
     """A bundled panel's level past its unit's range (panel_checks.scale_problem), told at the settings level it is
-    (framebuffer_used_ratio's critical 95 was told at the bundled dashboards/gpu_by_pod.py)."""
-    past = re.search(r": a threshold (\S+) is above ", problem[0])
-    if settings.definitions.dashboards is not None or not past or not panel.thresholds:
+    (framebuffer_used_ratio's critical 95 was told at the bundled dashboards/gpu_by_pod.py). The levels past the top
+    are the panel's own numbers, not read back from the problem's text (a level printed shorter than it is would
+    match no setting)."""
+    if settings.definitions.dashboards is not None or not panel.thresholds or problem != scale_problem(panel, catalog):
         return None
-    return _level_error(problem[0], problem[1], settings,
-                        _settings_levels(settings, [float(past.group(1))], panel.thresholds))
+    top = panel.shown_units(catalog)[0].bounds[1]  # scale_problem's: a bounded unit
+    if panel.max is not None and panel.max > top:  # the problem is the panel's max, which no setting gives
+        return None
+    past = [level for level in panel.thresholds if level is not None and level > top][:1]
+    return _level_error(problem[0], problem[1], settings, _settings_levels(settings, past, panel.thresholds))
 
 
 def _threshold_error(alarm: Alarm, problem: tuple[str, str], settings: Settings) -> InputError:

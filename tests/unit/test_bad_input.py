@@ -305,6 +305,9 @@ CASES = [
     settings("framebuffer critical past the top of the ratio", "thresholds:\n  framebuffer_used_ratio: {warning: 0.9, "
              "critical: 95}\n", "gpudash.yaml:2", "thresholds.framebuffer_used_ratio.critical", "no value of it passes",
              "fix: set thresholds.framebuffer_used_ratio.critical in ratio 0-1 (e.g. 0.95 for 95 %)"),
+    settings("framebuffer critical past the top, printed shorter than it is", "thresholds:\n  framebuffer_used_ratio: "
+             "{warning: 0.9, critical: 95.0000001}\n", "gpudash.yaml:2", "thresholds.framebuffer_used_ratio.critical",
+             "no value of it passes"),
     settings("idle minutes too short", "thresholds:\n  idle_minutes: 2\n", "gpudash.yaml:2", "at least 5"),
     settings("idle minutes between periods", "thresholds:\n  idle_minutes: 9\n", "gpudash.yaml:2",
              "not a multiple of 5", "write a multiple of 5"),
