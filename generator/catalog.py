@@ -431,6 +431,13 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
         if raw == "" or raw.startswith("#"):
             continue
         where = f"{source}:{number}"
+        if "\ufeff" in raw.split(",", 2)[0] or "\ufeff" in (raw.split(",", 2) + [""])[1]:
+            # a second file pasted in (cat a.csv b.csv) brings its mark along: invisible, read as part of a name
+            raise InputError(f"the line holds a UTF-8 byte order mark (BOM, U+FEFF, invisible) at column "
+                             f"{raw.index(chr(0xFEFF)) + 1}: the DCGM exporter reads it as part of the field's name "
+                             f"or type, which it then does not know, and it refuses the whole file and exits",
+                             where=where, hint="delete the mark (e.g. sed -i 's/\\xEF\\xBB\\xBF//g' FILE), in this file and "
+                                               "in the exporter's (the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
         try:
             fields = [field.strip(" ") for field in _split_record(raw)]
         except ValueError as exc:

@@ -161,6 +161,15 @@ CASES = [
         "the DCGM exporter reads it as part of the first line", "without a BOM"),
     csv("byte-order mark before a comment", "\ufeff# Format,,\nDCGM_FI_DEV_GPU_UTIL, gauge, u (in %).\n",
         "counters.csv:1", "byte order mark"),
+    # a second file pasted after the first (cat a.csv b.csv) brings its mark to a later line: it was told as a field
+    # name that is not a DCGM field's, 'use the DCGM field's name', of a name that looks right
+    csv("byte-order mark on a later line", "DCGM_FI_DEV_GPU_UTIL, gauge, u (in %).\n\ufeffDCGM_FI_DEV_FB_USED, gauge, "
+        "f (in MiB).\n", "counters.csv:2", "the line holds a UTF-8 byte order mark (BOM, U+FEFF, invisible) at column 1",
+        "delete the mark"),
+    csv("byte-order mark before a later comment", "DCGM_FI_DEV_GPU_UTIL, gauge, u (in %).\n\ufeff# more, fields\n",
+        "counters.csv:2", "byte order mark"),
+    csv("byte-order mark before a type", "DCGM_FI_DEV_GPU_UTIL,\ufeffgauge, u (in %).\n", "counters.csv:1",
+        "byte order mark (BOM, U+FEFF, invisible) at column 22"),
     flags("--csv with a byte-order mark", ("metrics", "--csv", "other.csv"), "byte order mark",
           files={"other.csv": "\ufeffDCGM_FI_DEV_GPU_UTIL, gauge, u (in %).\n"}, where="other.csv:1"),
     Case("csv: counters is a folder", {"gpudash.yaml": "counters: .\n"}, None, ("is a folder",)),
