@@ -1886,6 +1886,7 @@ class _ShortPeriod:
     also: str = ""
     other: str = ""
     keep: str = ""
+    per_period: int = 1  # the scrapes each period must hold beside: the data-missing agent alarm's (AGENT_SCRAPES)
 
 
 def _least_period(settings: Settings, scrapes: int, periods: int = 1) -> int:
@@ -1901,7 +1902,8 @@ def _longest_interval(alarm: Alarm, short: _ShortPeriod) -> str:
     """The longest scrape interval of whole seconds that divides the alarm's period and fits `short.scrapes` of them in
     its period or window."""
     span = alarm.period_seconds * short.periods
-    return f"{next(s for s in range(span // short.scrapes, 0, -1) if alarm.period_seconds % s == 0)}s"
+    longest = min(span // short.scrapes, alarm.period_seconds // short.per_period)
+    return f"{next(s for s in range(longest, 0, -1) if alarm.period_seconds % s == 0)}s"
 
 
 # The fewest scrapes a period of an alarm judged over several periods with its missing ones filled holds (filled_problem)
@@ -1931,6 +1933,10 @@ def filled_problem(alarm: Alarm, interval: int) -> str:
             + ("misses the situation it names at such evaluations" if alarm.missing_data == "notBreaching" else
                "fires where the situation it names does not hold"))
 
+
+# The fewest scrapes a period of the data-missing rule holds for its agent alarm (`<agent>`) to fire: it counts under half
+# of a period's scrapes, none at two a period (lint AL028), so the least period that mends its window holds three
+AGENT_SCRAPES = 3
 
 # The fewest scrape intervals the data-missing rule's window holds (window_problem): over n, a window ending at a node's
 # scrapes' edge holds n - 1 of them, and a hung exporter's n - 1 failed scrapes are more than half of n from n = 3 on
@@ -1975,7 +1981,8 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
                                 other=", or missing_data='missing'",
                                 keep=_keeping_window(alarm, _least_period(settings, FILLED_SCRAPES_PER_PERIOD))),
         window and _ShortPeriod(window, WINDOW_SCRAPES, alarm.evaluation_periods,
-                                _least_period(settings, WINDOW_SCRAPES, alarm.evaluation_periods))) if short]
+                                max(_least_period(settings, WINDOW_SCRAPES, alarm.evaluation_periods),
+                                    _least_period(settings, AGENT_SCRAPES)), per_period=AGENT_SCRAPES)) if short]
 
 
 def _check_short_periods(alarm: Alarm, settings: Settings) -> None:

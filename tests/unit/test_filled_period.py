@@ -94,7 +94,9 @@ def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path
     assert any(a["Request"]["AlarmName"].endswith("-gpu-idle-warning") for a in alarms)
 
 
-@pytest.mark.parametrize("period, periods, interval, least", [(60, 2, 60, 120), (300, 2, 300, 600)])
+# the least period holds three scrapes as well: at two a period its agent alarm counts under 1 reading, which no period
+# with data does (lint AL028), so 120 s at 60 s scrapes, which the window alone would take, built an alarm never firing
+@pytest.mark.parametrize("period, periods, interval, least", [(60, 2, 60, 180), (300, 2, 300, 900)])
 def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, periods, interval, least, tmp_path, cli):
     """The data-missing rule's per-node count over a window of two scrape intervals fires on both of them bringing no
     GPU data, and a window ending at the edge of a node's scrapes holds one: with scrapes within 0.3 s of the minute a
@@ -109,6 +111,23 @@ def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, p
     assert (f"alarm 'gone': its window of {period * periods} s ({periods} periods of {period} s) is under 3 scrape "
             f"intervals (scrape.interval {interval} s)") in message
     assert f"fix: give the alarm period_seconds={least} or more" in stderr
+    (tmp_path / "alarms" / "mine.py").write_text(definitions.replace(f"period_seconds={period}",
+                                                                      f"period_seconds={least}"))
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"))
+    assert code == 0 and "can never be in ALARM" not in stderr, stderr
+
+
+def test_the_bundled_data_missing_alarm_at_five_minute_scrapes_is_told_a_period_its_agent_alarm_fires_at(tmp_path, cli):
+    """At scrape.interval 5m the bundled data-missing rule's window (2 x 300 s) is too short: the fix names an interval
+    and a period at which its agent alarm, counting under half of a period's scrapes, can fire (100 s, 900 s), not
+    150 s or 600 s, where it counts under 1 reading (lint AL028)."""
+    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 5m\n")
+    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
+                               "--output", "json")
+    assert code == 0, stderr
+    (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-data-missing'" in n["message"]]
+    assert warning["fix"].startswith("give scrape.interval 100s or less, or copy the bundled alarms")
+    assert warning["fix"].endswith("give it period_seconds=900")
 
 
 def test_the_bundled_idle_alarm_whose_window_600_s_periods_do_not_divide_is_told_its_span(tmp_path, cli):
