@@ -202,7 +202,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, never_firing,
-                                short_periods, silent_alarms,
+                                never_firing_fix, short_periods, silent_alarms,
                                 unwatched_static_alarms)
     from .names import shown as first_names
     from .render.cloudformation import QUOTA_FIX as TEMPLATE_QUOTA_FIX
@@ -242,13 +242,12 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         said.append(Notice("warning", f"{len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify "
                                       f"no one (first: {silent[0]}); set alarms.actions.critical / .warning to SNS "
                                       f"topic ARNs", where="alarms.actions"))
-    never = [item.request["AlarmName"] for item in requests if never_firing(item.request)]
+    never = [item.request for item in requests if never_firing(item.request)]
     if never:
-        said.append(Notice("warning", f"{len(never)} CloudWatch alarm(s) can never be in ALARM (first: {never[0]}): "
-                                      f"each counts readings below 1, and a period without a reading has no datapoint",
-                           f"a data-missing alarm counts under half of a period's scrapes, none at scrape.interval "
-                           f"{project.settings.scrape.seconds} s: give a shorter interval (100 s or less)", "AL028",
-                           "scrape.interval"))
+        said.append(Notice("warning", f"{len(never)} CloudWatch alarm(s) can never be in ALARM (first: "
+                                      f"{never[0]['AlarmName']}): each counts readings below 1, and a period without "
+                                      f"a reading has no datapoint",
+                           never_firing_fix(never[0], project.settings), "AL028", "scrape.interval"))
     for region, severity, topics in foreign_topics(project.settings):
         said.append(Notice("warning", f"{severity} alarms in {region} notify no one: alarms.actions.{severity} lists "
                                       f"only SNS topics of other Regions ({', '.join(topics)}), and CloudWatch "

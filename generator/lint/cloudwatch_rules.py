@@ -21,7 +21,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAM
 from ..data_missing import KSM_METRICS
 from ..dashboard_limit import METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, widget_metrics
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
-from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, never_firing
+from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, never_firing, never_firing_fix
 from ..output import ALARMS_FILE, BodyStrings, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_errors
@@ -874,10 +874,9 @@ def never_alarms(subject: LintInput) -> Iterable[Finding]:
             yield Finding("AL028", "warning", _alarm_where(item),
                           f"a count of readings {operator} {request['Threshold']:g} with missing data "
                           f"{request.get('TreatMissingData', 'missing')} can never be in ALARM: a period without a "
-                          f"reading has no datapoint (not a count of 0), and one with a reading counts 1 or more; a "
-                          f"data-missing alarm's under half of a period's scrapes is none at scrape.interval "
-                          f"{subject.settings.scrape.seconds} s: give it a shorter interval (100 s or less), or count "
-                          f"on the cluster's alarm")
+                          f"reading has no datapoint (not a count of 0), and one with a reading counts 1 or more; "
+                          f"{never_firing_fix(request, subject.settings)}, or count on the cluster's "
+                          f"alarm")
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:

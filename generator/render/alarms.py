@@ -1741,6 +1741,25 @@ def silent_alarms(alarms: Iterable[AlarmRequest]) -> list[str]:
     return [item.request["AlarmName"] for item in alarms if not item.request.get("AlarmActions")]
 
 
+def never_firing_fix(request: dict[str, Any], settings: Settings) -> str:
+    """What to do of an alarm never_firing finds, by the scrapes its period holds at scrape.interval `interval`: a
+    data-missing alarm counts under half of them, none at two or fewer, so at 60 s scrapes a 120 s period needs 180 s
+    or a shorter interval (not the bundled 300 s period's 100 s) that divides cloudwatch.period too (30 s)."""
+    interval = settings.scrape.seconds
+    periods = [m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request.get("Metrics", [])]
+    period = request.get("Period") or next((p for p in periods if isinstance(p, int)), 0)
+    if not period or period // interval >= AGENT_SCRAPES:
+        return "set missing_data='breaching', or a threshold a period with a reading can be under"
+    longest = next(s for s in range(period // AGENT_SCRAPES, 0, -1)
+                   if period % s == 0 and settings.cloudwatch.period % s == 0)
+    least = -(-AGENT_SCRAPES * interval // 60) * 60
+    while least % interval:
+        least += 60
+    return (f"a data-missing alarm counts under half of a period's scrapes, none at {period // interval} a period "
+            f"({period} s at scrape.interval {interval} s): give scrape.interval {longest} s or less, or (an alarm of "
+            f"your own) period_seconds={least} or more")
+
+
 def never_firing(request: dict[str, Any]) -> bool:
     """Whether an alarm counts readings (a Metrics Insights COUNT, a SampleCount) below 1 without breaching missing
     data: it can never be in ALARM, since a period without a reading has no datapoint (not a count of 0) and one with

@@ -75,3 +75,33 @@ def test_generate_says_so_too(cli, tmp_path):
     settings.write_text(CLUSTER)
     code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
     assert code == 0 and "can never be in ALARM" not in stderr
+
+
+GONE = """\
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("gone", "GPU data gone", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1),
+                severity="critical", absent=True, missing_data="breaching", period_seconds=120, evaluation_periods=3)
+"""
+
+
+def test_the_fix_reads_the_alarms_own_period(cli, tmp_path):
+    """A data-missing rule of 120 s periods at 60 s scrapes holds two a period, under half of them none: the fix names
+    an interval that holds three in its period and divides cloudwatch.period (30 s), or a period of three (180 s); it
+    said 'a shorter interval (100 s or less)', the bundled 300 s period's, at 60 s already."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "gone.py").write_text(GONE)
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text(CLUSTER + "scrape:\n  interval: 60s\ndefinitions:\n  alarms: [alarms]\n")
+    fix = ("a data-missing alarm counts under half of a period's scrapes, none at 2 a period (120 s at scrape.interval "
+           "60 s): give scrape.interval 30 s or less, or (an alarm of your own) period_seconds=180 or more")
+    (tmp_path / "linted").mkdir()
+    (finding,) = _findings(defined_project(tmp_path / "linted", CLUSTER + "scrape:\n  interval: 60s\n", alarms=GONE))
+    assert fix in finding.message and "100 s" not in finding.message
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0 and f"fix: {fix}\n" in stderr, stderr
+    (tmp_path / "alarms" / "gone.py").write_text(GONE.replace("period_seconds=120", "period_seconds=180"))
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0 and "can never be in ALARM" not in stderr, stderr
