@@ -1988,17 +1988,18 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     (stopped_gpus.period_problem), and off the add-on a several-period alarm with missing data filled (filled_problem)
     and the data-missing rule's window (window_problem)."""
     interval = settings.scrape.seconds
-    found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1,
-                          _least_period(settings, stopped_gpus.SCRAPES_PER_PERIOD),
-                          f" (at least {stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals)")
+    stopped, filled_least = (_least_period(settings, scrapes) for scrapes in (stopped_gpus.SCRAPES_PER_PERIOD,
+                                                                              FILLED_SCRAPES_PER_PERIOD))
+    found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1, stopped,
+                          f" (at least {stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals)",
+                          keep=_keeping_window(alarm, stopped))
              for problem in [alarm.stopped and stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
     if addon_source(settings):
         return found
     filled, window = filled_problem(alarm, interval), window_problem(alarm, settings)
     return found + [short for short in (
-        filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, _least_period(settings, FILLED_SCRAPES_PER_PERIOD),
-                                other=", or missing_data='missing'",
-                                keep=_keeping_window(alarm, _least_period(settings, FILLED_SCRAPES_PER_PERIOD))),
+        filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, filled_least, other=", or missing_data='missing'",
+                                keep=_keeping_window(alarm, filled_least)),
         window and _ShortPeriod(window, WINDOW_SCRAPES, alarm.evaluation_periods,
                                 max(_least_period(settings, WINDOW_SCRAPES, alarm.evaluation_periods),
                                     _least_period(settings, AGENT_SCRAPES)), per_period=AGENT_SCRAPES)) if short]
@@ -2033,16 +2034,23 @@ def short_periods(project) -> list[tuple[str, str, str]]:
 def _keeping_window(alarm: Alarm, least: int) -> str:
     """What a longer period `least` asks of an alarm judged over several periods so that it judges the span it says:
     the bundled idle alarm's 6 periods of 300 s (idle_minutes 30) at 600 s periods would span 60 minutes, its
-    description still saying 30."""
+    description still saying 30; the stopped rule's 2 periods of 300 s, 20 minutes, its description saying 10. Where
+    no whole number of the longer periods spans the window, the nearest numbers and their spans."""
     window = alarm.period_seconds * alarm.evaluation_periods
-    if window % least:
-        return (f" (its {alarm.evaluation_periods} periods then span {least * alarm.evaluation_periods} s, not "
-                f"{window} s: give it evaluation_periods for the span it names)")
-    periods = window // least
+    if window % least == 0:
+        return f" and {_periods_of(alarm, window // least)}, which keep its window of {window} s"
+    choices = " or ".join(f"{_periods_of(alarm, n)} ({n * least} s)" for n in (window // least, window // least + 1)
+                          if n)
+    return (f" (no whole number of {least} s periods spans its window of {window} s: give it {choices}, and say that "
+            f"span in its description)")
+
+
+def _periods_of(alarm: Alarm, periods: int) -> str:
+    """evaluation_periods=`periods`, and the datapoints_to_alarm of the same share where the alarm sets one apart."""
     needed = alarm.datapoints_to_alarm
     scaled = "" if needed in (None, alarm.evaluation_periods) else \
         f", datapoints_to_alarm={max(1, -(-needed * periods // alarm.evaluation_periods))}"
-    return f" and evaluation_periods={periods}{scaled}, which keep its window of {window} s"
+    return f"evaluation_periods={periods}{scaled}"
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:

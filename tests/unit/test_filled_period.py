@@ -132,11 +132,12 @@ def test_the_bundled_data_missing_alarm_at_five_minute_scrapes_is_told_a_period_
 
 def test_the_bundled_idle_alarm_whose_window_600_s_periods_do_not_divide_is_told_its_span(tmp_path, cli):
     """idle_minutes 35 is 7 periods of 300 s: at 600 s periods no whole number of them spans its 2100 s, and the fix
-    says what 7 of them would span instead of a period alone."""
+    says so and names the two nearest numbers and their spans, not a period alone."""
     (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 5m\nthresholds:\n  idle_minutes: 35\n")
     code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
                                "--output", "json")
     assert code == 0, stderr
     (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-idle'" in n["message"]]
-    assert warning["fix"].endswith("give it period_seconds=600 (its 7 periods then span 4200 s, not 2100 s: give it "
-                                   "evaluation_periods for the span it names)")
+    assert warning["fix"].endswith("give it period_seconds=600 (no whole number of 600 s periods spans its window of "
+                                   "2100 s: give it evaluation_periods=3 (1800 s) or evaluation_periods=4 (2400 s), "
+                                   "and say that span in its description)")

@@ -79,4 +79,23 @@ def test_the_bundled_rule_at_five_minute_scrapes_is_kept_and_said(tmp_path, cli)
     assert "GpudashGpuStoppedReporting" in rules
     code, stdout, _ = cli("generate", "--config", str(settings), "--out", str(tmp_path / "json"), "--output", "json")
     (warning,) = [n for n in json.loads(stdout)["warnings"] if "gpu-stopped-reporting" in n["message"]]
-    assert warning["fix"].startswith("give scrape.interval 150s or less")
+    # its copy at 600 s periods keeps the 10 minutes its description names in one period, not two (20 minutes)
+    assert warning["fix"] == ("give scrape.interval 150s or less, or copy the bundled alarms into a folder of your own, "
+                              "named in definitions.alarms, and give it period_seconds=600 and evaluation_periods=1, "
+                              "which keep its window of 600 s")
+
+
+def test_the_bundled_rules_fix_followed_at_five_minute_scrapes_fires_ten_minutes_after_the_last_reading(tmp_path,
+                                                                                                         cli):
+    """One period of 600 s at 300 s scrapes (the fix the bundled rule's warning gives) is built with no refusal, and
+    with scrapes at the minute's edge its CloudWatch alarm is in ALARM at every minute from 10 minutes after the lost
+    GPU's last reading (the scrape at minute 26), at every evaluation range; two such periods would wait 20."""
+    settings = _project(tmp_path, 600, 1, 300)
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0 and "alarm 'gpu-gone'" not in stderr, stderr
+    request, points = edge_points(settings, "gpu-gone", lambda t: _page(t >= LOST), 300, 7200)
+    assert (request["Metrics"][0]["Period"], request["EvaluationPeriods"]) == (600, 1)
+    for extra in (1, 2):
+        fired = cloudwatch_eval.fired_at(request, points, [m * 60 for m in range(31, 118)], "node",
+                                         evaluation_range=1 + extra)
+        assert fired == {"node-a": {m * 60 for m in range(36, 118)}}
