@@ -202,7 +202,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, never_firing,
-                                never_firing_fix, short_periods, silent_alarms,
+                                never_firing_fix, SHORT_PERIOD_RULE, short_periods, silent_alarms,
                                 unwatched_static_alarms)
     from .names import shown as first_names
     from .render.cloudformation import QUOTA_FIX as TEMPLATE_QUOTA_FIX
@@ -220,8 +220,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     unwatched = unwatched_static_alarms(project)
     if unwatched:
         said.append(Notice("warning", f"{unwatched[0]}: {unwatched[1]}", unwatched[2], where=unwatched[0]))
-    for where, what, fix in short_periods(project):
-        said.append(Notice("warning", f"{where}: {what}", fix, where=where))
+    for where, what, fix in short_periods(project.alarms, project.settings):
+        said.append(Notice("warning", f"{where}: {what}", fix, SHORT_PERIOD_RULE, where))
     for noted in (guessed_daemonset(project), unread_daemonset(project)):
         if noted:
             said.append(Notice("note", f"{noted[0]}: {noted[1]}", noted[2], where=noted[0]))

@@ -10,7 +10,8 @@ from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from ..output import agent_file
 from ..project import Project
-from . import Finding, Rule, catalog_rules, cloudwatch_rules, feed_rules, grafana_rules, run, scrape_agreement
+from . import (Finding, Rule, alarm_periods, catalog_rules, cloudwatch_rules, feed_rules, grafana_rules, run,
+               scrape_agreement)
 from .metrics_insights import each_read_once
 from .subject import LintInput
 
@@ -70,7 +71,7 @@ AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007", "
 
 # Every rule family, in the order lint lists and runs them.
 FAMILIES = (catalog_rules.RULES, NOTE_RULES, grafana_rules.RULES, feed_rules.RULES, scrape_agreement.RULES,
-            cloudwatch_rules.RULES)
+            cloudwatch_rules.RULES, alarm_periods.RULES)
 
 
 def all_rules() -> list[Rule]:
@@ -96,7 +97,7 @@ def lint_input(project: Project, artifacts: Artifacts | None = None, grafana_sch
                          f"(sha256 {artifacts.counters_sha256[:12]}…, this one {project.catalog.sha256[:12]}…): "
                          "its fields would be judged by the wrong CSV", where=artifacts.origin,
                          hint=_other_csv_hint(project, artifacts.counters_sha256))
-    return LintInput(artifacts, project.settings, project.catalog, grafana_schema, cwagent_schema)
+    return LintInput(artifacts, project.settings, project.catalog, grafana_schema, cwagent_schema, project.alarms)
 
 
 def _other_csv_hint(project: Project, made_from: str) -> str:

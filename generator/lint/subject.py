@@ -9,18 +9,21 @@ from typing import Any
 
 from ..artifacts import AgentConfig, AlarmRequest, Artifacts, CloudWatchDashboard, GrafanaDashboard, Note
 from ..catalog import Catalog
+from ..model import Alarm
 from ..settings import Cluster, Settings
 
 
 @dataclass(frozen=True)
 class LintInput:
-    """The artifact set, the settings and counters CSV it was made with, and the reference schemas to
-    validate against (None: those rules are skipped). Every rule family receives this."""
+    """The artifact set, the settings and counters CSV it was made with, the reference schemas to validate against
+    (None: those rules are skipped), and the alarm definitions. Every rule family receives this."""
     artifacts: Artifacts
     settings: Settings
     catalog: Catalog
     grafana_schema: Path | None = None  # folder of Grafana's dashboard JSON schemas
     cwagent_schema: Path | None = None  # the CloudWatch agent's config schema
+    # the project's alarm definitions, the build's alarms made from them (with its settings: output.read checks them)
+    alarm_definitions: tuple[Alarm, ...] = ()
 
     @property
     def grafana(self) -> tuple[GrafanaDashboard, ...]:

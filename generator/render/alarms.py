@@ -2016,19 +2016,23 @@ def _check_short_periods(alarm: Alarm, settings: Settings) -> None:
                               f"often{short.other}")
 
 
-def short_periods(project) -> list[tuple[str, str, str]]:
-    """(where, what, fix) of each bundled alarm whose period is too short for the scrape interval (_short_periods),
-    the stopped rule's first: at scrape.interval 5m the stopped rule's and the idle GPU alarm's 5-minute periods hold
-    one, the data-missing rule's 10-minute window two. It is kept (the user does not write its period), and said."""
-    settings = project.settings
+def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str, str, str]]:
+    """(where, what, fix) of each bundled alarm of `alarms` (a project's) whose period is too short for the scrape
+    interval (_short_periods), the stopped rule's first: at scrape.interval 5m the stopped rule's and the idle GPU
+    alarm's 5-minute periods hold one, the data-missing rule's 10-minute window two. It is kept (the user does not write
+    its period), and said: by generate, and by lint (SHORT_PERIOD_RULE) of the build or of a build read back."""
     if settings.definitions.alarms is not None:
         return []
-    found = [(alarm, short) for alarm in project.alarms for short in _short_periods(alarm, settings)]
+    found = [(alarm, short) for alarm in alarms for short in _short_periods(alarm, settings)]
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {short.why}",
              f"give scrape.interval {_longest_interval(alarm, short)} or less, "
              f"or copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "
              f"period_seconds={short.least}{short.keep}")
             for alarm, short in sorted(found, key=lambda pair: not pair[0].stopped)]
+
+
+# The lint rule that says, as generate does, each bundled alarm whose period is too short for the scrape interval
+SHORT_PERIOD_RULE = "AL029"
 
 
 def _keeping_window(alarm: Alarm, least: int) -> str:
