@@ -1752,12 +1752,9 @@ def never_firing_fix(request: dict[str, Any], settings: Settings) -> str:
         return "set missing_data='breaching', or a threshold a period with a reading can be under"
     longest = next(s for s in range(period // AGENT_SCRAPES, 0, -1)
                    if period % s == 0 and settings.cloudwatch.period % s == 0)
-    least = -(-AGENT_SCRAPES * interval // 60) * 60
-    while least % interval:
-        least += 60
     return (f"a data-missing alarm counts under half of a period's scrapes, none at {period // interval} a period "
             f"({period} s at scrape.interval {interval} s): give scrape.interval {longest} s or less, or (an alarm of "
-            f"your own) period_seconds={least} or more")
+            f"your own) period_seconds={_least_period(settings, AGENT_SCRAPES)} or more")
 
 
 def never_firing(request: dict[str, Any]) -> bool:
@@ -1983,10 +1980,28 @@ def window_problem(alarm: Alarm, settings: Settings) -> str:
             f"at such evaluations")
 
 
+def agent_problem(alarm: Alarm, settings: Settings) -> str:
+    """Why the data-missing rule's agent alarm (and on agent.pipeline: classic its per-GPU alarm) can never fire at
+    settings' scrape interval ("" where it can): each counts a period's readings under half its scrapes, and at a
+    period of two scrapes or one that is under 1, which a period with a reading never is (one without has no
+    datapoint, not breaching): 120 s periods x 3 at 60 s scrapes built alarms that never fire (lint AL028), their
+    window long enough."""
+    interval = settings.scrape.seconds
+    if not alarm.absent or addon_source(settings) or alarm.period_seconds >= AGENT_SCRAPES * interval:
+        return ""
+    one, under = data_missing.per_node(settings), data_missing.agent_threshold(settings, alarm.period_seconds)
+    alarms = ("its alarm on the agent's reads of kube-state-metrics fires" if one else
+              "its alarms on the agent's reads of kube-state-metrics and on each GPU (agent.pipeline: classic) fire")
+    return (f"its period of {alarm.period_seconds} s is under {AGENT_SCRAPES} scrape intervals (scrape.interval "
+            f"{interval} s): {alarms} on a period holding under {under:g} readings of its "
+            f"{alarm.period_seconds // interval} scrapes, which no period with a reading does (one without has no "
+            f"datapoint, not breaching), so {'it' if one else 'they'} can never fire")
+
+
 def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     """Each way `alarm`'s period is too short for settings' scrape interval: a stopped rule's period on either backend
     (stopped_gpus.period_problem), and off the add-on a several-period alarm with missing data filled (filled_problem)
-    and the data-missing rule's window (window_problem)."""
+    and the data-missing rule's window (window_problem), else its period (agent_problem)."""
     interval = settings.scrape.seconds
     stopped, filled_least = (_least_period(settings, scrapes) for scrapes in (stopped_gpus.SCRAPES_PER_PERIOD,
                                                                               FILLED_SCRAPES_PER_PERIOD))
@@ -1997,12 +2012,14 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     if addon_source(settings):
         return found
     filled, window = filled_problem(alarm, interval), window_problem(alarm, settings)
+    agent = not window and agent_problem(alarm, settings)  # (the window's least period holds AGENT_SCRAPES too)
     return found + [short for short in (
         filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, filled_least, other=", or missing_data='missing'",
                                 keep=_keeping_window(alarm, filled_least)),
         window and _ShortPeriod(window, WINDOW_SCRAPES, alarm.evaluation_periods,
                                 max(_least_period(settings, WINDOW_SCRAPES, alarm.evaluation_periods),
-                                    _least_period(settings, AGENT_SCRAPES)), per_period=AGENT_SCRAPES)) if short]
+                                    _least_period(settings, AGENT_SCRAPES)), per_period=AGENT_SCRAPES),
+        agent and _ShortPeriod(agent, AGENT_SCRAPES, 1, _least_period(settings, AGENT_SCRAPES))) if short]
 
 
 def _check_short_periods(alarm: Alarm, settings: Settings) -> None:

@@ -45,6 +45,16 @@ def _page(t: float) -> str:
     return gauge_page("DCGM_FI_DEV_GPU_UTIL", [90, 1 if IDLE <= t < 2 * IDLE else 90])
 
 
+def _bundled_warning(tmp_path, cli, settings: str, alarm: str) -> dict:
+    """generate's one warning (JSON) naming `alarm` (quoted) of a build of the bundled alarms with `settings`."""
+    (tmp_path / "gpudash.yaml").write_text(settings)
+    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
+                               "--output", "json")
+    assert code == 0, stderr
+    (warning,) = [n for n in json.loads(stdout)["warnings"] if alarm in n["message"]]
+    return warning
+
+
 @pytest.mark.parametrize("period, periods, interval, missing", [
     (60, 6, 60, "notBreaching"), (60, 3, 60, "breaching"), (300, 3, 300, "notBreaching")])
 def test_a_period_under_two_scrape_intervals_judged_filled_is_refused(period, periods, interval, missing, tmp_path,
@@ -79,11 +89,7 @@ def test_two_scrape_intervals_a_period_fire_at_every_range_with_scrapes_at_the_m
 def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path, cli):
     """The bundled idle alarm's 5-minute periods hold one scrape at scrape.interval 5m: it is built (its period is not
     the user's to write), and generate warns with what to do."""
-    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 5m\n")
-    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
-                               "--output", "json")
-    assert code == 0, stderr
-    (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-idle'" in n["message"]]
+    warning = _bundled_warning(tmp_path, cli, "scrape:\n  interval: 5m\n", "'gpu-idle'")
     assert ("alarm 'gpu-idle' (bundled): its period of 300 s is under 2 scrape intervals (scrape.interval 300 s), "
             "and it is judged over 6 periods with missing data not breaching") in warning["message"]
     # its copy at 600 s periods keeps the 30 minutes it names (idle_minutes) in 3 periods, not 6 (60 minutes)
@@ -121,11 +127,7 @@ def test_the_bundled_data_missing_alarm_at_five_minute_scrapes_is_told_a_period_
     """At scrape.interval 5m the bundled data-missing rule's window (2 x 300 s) is too short: the fix names an interval
     and a period at which its agent alarm, counting under half of a period's scrapes, can fire (100 s, 900 s), not
     150 s or 600 s, where it counts under 1 reading (lint AL028)."""
-    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 5m\n")
-    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
-                               "--output", "json")
-    assert code == 0, stderr
-    (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-data-missing'" in n["message"]]
+    warning = _bundled_warning(tmp_path, cli, "scrape:\n  interval: 5m\n", "'gpu-data-missing'")
     assert warning["fix"].startswith("give scrape.interval 100s or less, or copy the bundled alarms")
     assert warning["fix"].endswith("give it period_seconds=900")
 
@@ -133,11 +135,41 @@ def test_the_bundled_data_missing_alarm_at_five_minute_scrapes_is_told_a_period_
 def test_the_bundled_idle_alarm_whose_window_600_s_periods_do_not_divide_is_told_its_span(tmp_path, cli):
     """idle_minutes 35 is 7 periods of 300 s: at 600 s periods no whole number of them spans its 2100 s, and the fix
     says so and names the two nearest numbers and their spans, not a period alone."""
-    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 5m\nthresholds:\n  idle_minutes: 35\n")
-    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
-                               "--output", "json")
-    assert code == 0, stderr
-    (warning,) = [n for n in json.loads(stdout)["warnings"] if "'gpu-idle'" in n["message"]]
+    warning = _bundled_warning(tmp_path, cli, "scrape:\n  interval: 5m\nthresholds:\n  idle_minutes: 35\n", "'gpu-idle'")
     assert warning["fix"].endswith("give it period_seconds=600 (no whole number of 600 s periods spans its window of "
                                    "2100 s: give it evaluation_periods=3 (1800 s) or evaluation_periods=4 (2400 s), "
                                    "and say that span in its description)")
+
+
+@pytest.mark.parametrize("pipeline, alarms", [
+    ("otel", "its alarm on the agent's reads of kube-state-metrics fires"),
+    ("classic", "its alarms on the agent's reads of kube-state-metrics and on each GPU (agent.pipeline: classic) fire")])
+def test_a_data_missing_period_of_two_scrapes_whose_window_holds_enough_is_refused(pipeline, alarms, tmp_path, cli):
+    """120 s periods x 3 at 60 s scrapes: a window of 6 scrape intervals, but a period of 2, under half of which (its
+    agent alarm's, and on classic its per-GPU alarm's, count) is under 1 reading: no period with a reading is, so they
+    could never fire. Refused as the other short periods of a user's rule are (it was built, warned by lint AL028)."""
+    definitions = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+                   "    return [Alarm('gone', 'GPU data gone', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count'), '<', 1),"
+                   "\n                  severity='critical', absent=True, missing_data='breaching', "
+                   "period_seconds=120, evaluation_periods=3)]\n")
+    settings = alarm_project(tmp_path, definitions, 60)
+    settings.write_text(settings.read_text() + f"agent:\n  pipeline: {pipeline}\n")
+    message, stderr = refusal(cli, settings, tmp_path)
+    assert message == (f"error: alarms/mine.py:5: alarm 'gone': its period of 120 s is under 3 scrape intervals "
+                       f"(scrape.interval 60 s): {alarms} on a period holding under 1 readings of its 2 scrapes, which "
+                       f"no period with a reading does (one without has no datapoint, not breaching), so "
+                       f"{'it' if pipeline == 'otel' else 'they'} can never fire")
+    assert "  fix: give the alarm period_seconds=180 or more, or scrape more often" in stderr.splitlines()
+    (tmp_path / "alarms" / "mine.py").write_text(definitions.replace("period_seconds=120", "period_seconds=180"))
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "out"))
+    assert code == 0 and "can never be in ALARM" not in stderr, stderr
+
+
+def test_the_bundled_data_missing_alarm_at_two_scrapes_a_period_is_kept_and_said(tmp_path, cli):
+    """At scrape.interval 150s the bundled rule's window (2 x 300 s) holds 4 scrapes, its period 2: built (its period is
+    not the user's to write), and generate warns with an interval and a period at which its agent alarm fires."""
+    warning = _bundled_warning(tmp_path, cli, "scrape:\n  interval: 150s\n", "'gpu-data-missing'")
+    assert ("alarm 'gpu-data-missing' (bundled): its period of 300 s is under 3 scrape intervals (scrape.interval "
+            "150 s)") in warning["message"] and warning["rule"] == "AL029"
+    assert warning["fix"] == ("give scrape.interval 100s or less, or copy the bundled alarms into a folder of your own, "
+                              "named in definitions.alarms, and give it period_seconds=600")

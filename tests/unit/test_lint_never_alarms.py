@@ -10,8 +10,11 @@ Each is a warning naming the alarm; at the default 30 s none (under 5 of 10 is 1
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from generator.artifacts import build
 from generator.lint import run
 from generator.lint.cloudwatch_rules import RULES
 from tests.support.lint_input import lint_input
@@ -88,20 +91,23 @@ def alarms(ctx):
 
 
 def test_the_fix_reads_the_alarms_own_period(cli, tmp_path):
-    """A data-missing rule of 120 s periods at 60 s scrapes holds two a period, under half of them none: the fix names
+    """A data-missing alarm of 120 s periods at 60 s scrapes holds two a period, under half of them none: the fix names
     an interval that holds three in its period and divides cloudwatch.period (30 s), or a period of three (180 s); it
-    said 'a shorter interval (100 s or less)', the bundled 300 s period's, at 60 s already."""
-    (tmp_path / "alarms").mkdir()
-    (tmp_path / "alarms" / "gone.py").write_text(GONE)
-    settings = tmp_path / "gpudash.yaml"
-    settings.write_text(CLUSTER + "scrape:\n  interval: 60s\ndefinitions:\n  alarms: [alarms]\n")
-    fix = ("a data-missing alarm counts under half of a period's scrapes, none at 2 a period (120 s at scrape.interval "
-           "60 s): give scrape.interval 30 s or less, or (an alarm of your own) period_seconds=180 or more")
-    (tmp_path / "linted").mkdir()
-    (finding,) = _findings(defined_project(tmp_path / "linted", CLUSTER + "scrape:\n  interval: 60s\n", alarms=GONE))
-    assert fix in finding.message and "100 s" not in finding.message
-    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
-    assert code == 0 and f"fix: {fix}\n" in stderr, stderr
-    (tmp_path / "alarms" / "gone.py").write_text(GONE.replace("period_seconds=120", "period_seconds=180"))
-    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    said 'a shorter interval (100 s or less)', the bundled 300 s period's, at 60 s already. generate refuses a user's
+    rule of such periods (render.alarms.agent_problem), so the alarm linted is a build's, its period edited to 120 s."""
+    project = defined_project(tmp_path, CLUSTER + "scrape:\n  interval: 60s\n", alarms=GONE.replace(
+        "period_seconds=120", "period_seconds=180"))
+    artifacts = build(project)
+    (agent,) = [a for a in artifacts.alarms if a.request["AlarmName"].endswith("-agent-critical")]
+    request = {**agent.request, "Threshold": 1.0,
+               "Metrics": [{**agent.request["Metrics"][0], "Period": 120}]}
+    edited = tuple(replace(a, request=request) if a is agent else a for a in artifacts.alarms)
+    (finding,) = run([rule for rule in RULES if rule.id == "AL028"], lint_input(project, artifacts, alarms=edited))
+    assert ("a data-missing alarm counts under half of a period's scrapes, none at 2 a period (120 s at scrape.interval "
+            "60 s): give scrape.interval 30 s or less, or (an alarm of your own) period_seconds=180 or more"
+            ) in finding.message and "100 s" not in finding.message
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
     assert code == 0 and "can never be in ALARM" not in stderr, stderr
+    (tmp_path / "alarms" / "alarms.py").write_text(GONE)  # a user's rule of 120 s periods: refused, with the same period
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
+    assert code == 2 and "fix: give the alarm period_seconds=180 or more" in stderr, stderr
