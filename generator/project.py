@@ -174,15 +174,17 @@ def _load_dashboards(settings: Settings, ctx: definitions.Context) -> tuple[list
     return neutral, legacy
 
 
-def _settings_levels(settings: Settings, numbers: list[float], pair: tuple[float, float] | None = None) -> list:
-    """The settings' `thresholds` levels ((key, "warning" / "critical" / None)) of any of `numbers` (of the pair of
-    levels `pair`, where given)."""
+def _settings_levels(settings: Settings, numbers: list[float]) -> list:
+    """The settings' `thresholds` levels ((key, "warning" / "critical" / None)) that are one of `numbers` itself: the
+    level a bundled definition read (ctx.levels, ctx.threshold) and passed on as it is, found as that object, not by
+    its value. Each level is an object of its own (the settings make each with float()), so two levels of one value,
+    of a pair or of two keys, are told apart, where a match by value named both and so neither; a number worked out
+    of a level (pcie_replays_per_minute x 5) is none."""
     given = settings.thresholds
     return [(key, level) for key in given
             for level, number in ((("warning", given[key].warning), ("critical", given[key].critical))
                                   if isinstance(given[key], Levels) else ((None, given[key]),))
-            if number in numbers and (pair is None or isinstance(given[key], Levels)
-                                      and (given[key].warning, given[key].critical) == tuple(pair))]
+            if any(number is read for read in numbers)]
 
 
 def _level_error(what: str, fix: str, settings: Settings, levels: list) -> InputError | None:
@@ -207,7 +209,7 @@ def _panel_level_error(panel, problem: tuple[str, str], settings: Settings, cata
     if panel.max is not None and panel.max > top:  # the problem is the panel's max, which no setting gives
         return None
     past = [level for level in panel.thresholds if level is not None and level > top][:1]
-    return _level_error(problem[0], problem[1], settings, _settings_levels(settings, past, panel.thresholds))
+    return _level_error(problem[0], problem[1], settings, _settings_levels(settings, past))
 
 
 def _threshold_error(alarm: Alarm, problem: tuple[str, str], settings: Settings) -> InputError:

@@ -317,6 +317,19 @@ CASES = [
     settings("framebuffer critical past the top, printed shorter than it is", "thresholds:\n  framebuffer_used_ratio: "
              "{warning: 0.9, critical: 95.0000001}\n", "gpudash.yaml:2", "thresholds.framebuffer_used_ratio.critical",
              "no value of it passes"),
+    # the level a bundled definition reads is found as that level, not by its value: two levels (or two keys) of one
+    # value were each a match, and the refusal was told at the bundled code
+    settings("framebuffer levels of one value at the top of the ratio", "thresholds:\n  framebuffer_used_ratio:\n"
+             "    warning: 1.0\n    critical: 1.0\n", "gpudash.yaml:4",
+             "thresholds.framebuffer_used_ratio.critical is the level of the bundled alarm", "`> 1` never holds",
+             "fix: set thresholds.framebuffer_used_ratio.critical below 1"),
+    settings("framebuffer critical at the top of the ratio, another key of its value", "thresholds:\n"
+             "  pcie_replays_per_minute: 1.0\n  framebuffer_used_ratio:\n    warning: 0.9\n    critical: 1.0\n",
+             "gpudash.yaml:5", "thresholds.framebuffer_used_ratio.critical is the level of the bundled alarm"),
+    settings("framebuffer levels of one value past the top of the ratio", "thresholds:\n  framebuffer_used_ratio:\n"
+             "    warning: 95\n    critical: 95\n", "gpudash.yaml:3",
+             "thresholds.framebuffer_used_ratio.warning is the level of the bundled panel", "no value of it passes",
+             "fix: set thresholds.framebuffer_used_ratio.warning in ratio 0-1 (e.g. 0.95 for 95 %)"),
     settings("idle minutes too short", "thresholds:\n  idle_minutes: 2\n", "gpudash.yaml:2", "at least 5"),
     settings("idle minutes between periods", "thresholds:\n  idle_minutes: 9\n", "gpudash.yaml:2",
              "not a multiple of 5", "write a multiple of 5"),
