@@ -75,7 +75,7 @@ a 10-minute mean, never both halves). Counted over the same window it is the sam
   * CloudWatch (the OTel pipeline): the agent's receiver writes `scrape_samples_post_metric_relabeling` at
     every scrape with the target's labels; the filter keeps it and a transform makes it a flag (1: the scrape
     brought no GPU data, 0: it did; render/agent_otel.NO_DATA_FLAG), published with [ClusterName, node]
-    (node_declaration). A GROUP BY alarm per node (render/alarms.second_plan) sums the flags over one period
+    (render/agent.emf_processor). A GROUP BY alarm per node (render/alarms.second_plan) sums the flags over one period
     the length of the window and fires above NO_DATA_SHARE of the window's scrapes; a node with no target (gone)
     has no data: notBreaching. Every scrape is published so that a scraped node's latest period always holds a
     datapoint: with only the bad scrapes, a recovered node's empty window let CloudWatch judge the breaching
@@ -203,7 +203,6 @@ strategy splits beside whole GPUs is not counted but published, and hides a GPU 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Callable, Iterable
@@ -214,9 +213,8 @@ from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
 from .promql_text import label_name, matcher, one_of
-from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from .exporter_styles import (EXPORTER_LABELS, exporter_daemonset, fleet_styles, named_daemonsets, namespace_matcher,
-                              several_daemonsets)
+from .exporter_styles import (EXPORTER_LABELS, daemonset_key, exporter_daemonset, fleet_styles, named_daemonsets,
+                              namespace_matcher, several_daemonsets)
 from .settings import Cluster, Settings
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
@@ -366,7 +364,7 @@ PER_NODE_SUFFIX = "-per-node"
 # `up` by job and instance): the agent's job keeps every pod kube_state_metrics.pod_label names (two replicas, a second
 # install in another namespace), each scraped at every round, and CloudWatch keeps every datapoint of a metric, so in
 # one metric two targets' reads of 4 rounds of 10 counted 8, over the threshold. The job writes each target's
-# namespace/pod into KSM_TARGET, and the desired count is published with it too (agent_set, agent_declaration): a
+# namespace/pod into KSM_TARGET, and the desired count is published with it too (agent_set; render/agent.emf_processor): a
 # Metrics Insights GROUP BY alarm, each target a contributor (agent_query).
 # Its periods: a kube-state-metrics pod read at every scrape of its life is short of a period's scrapes in its first
 # and last period only (it started, or went, within them), so a contributor short in AGENT_PERIODS periods running had
@@ -397,13 +395,6 @@ def agent_set(settings: Settings) -> tuple[str, ...]:
     """The dimension set the desired count is published with for the agent alarm: kube-state-metrics' (ksm_set) and
     the target that served it."""
     return (*ksm_set(settings), KSM_TARGET)
-
-
-def agent_declaration(settings: Settings) -> dict[str, Any]:
-    """The agent's metric declaration of the desired count per kube-state-metrics target (agent_set): one metric per
-    kube-state-metrics pod (per pod and exporter DaemonSet where a cluster names several)."""
-    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$",
-            "dimensions": [list(agent_set(settings))], "metric_selectors": [f"^{re.escape(DESIRED)}$"]}
 
 
 def agent_query(settings: Settings, cluster: Cluster) -> str:
@@ -450,13 +441,6 @@ def per_node(settings: Settings) -> bool:
     (the OTel pipeline, whose receiver passes the scrape's own series on); on the JSON path, whose scraper drops
     them, it counts each GPU's observations."""
     return settings.agent.pipeline == "otel"
-
-
-def node_declaration(settings: Settings, metric: str) -> dict[str, Any]:
-    """The agent's metric declaration of `metric`, made per GPU node of each scrape of its exporter target: SAMPLES
-    (the scrapes that brought no GPU data) or stopped_gpus.UNREAD (the node's GPUs unread below its highest index)."""
-    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(settings.scrape.job_name)}$",
-            "dimensions": [list(SAMPLES_SET)], "metric_selectors": [f"^{re.escape(metric)}$"]}
 
 
 def window_seconds(period: int, evaluation_periods: int) -> int:
@@ -536,11 +520,8 @@ def cluster_limits(settings: Settings, cluster: Cluster | None = None,
               "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
     named = named_daemonsets(settings, cluster)
     daemonset = daemonset or named[0]
-    if daemonset != named[0]:
-        setting = ("clusters[].exporter.more_daemonsets" if cluster and cluster.exporter_more_daemonsets is not None
-                   else "exporter.more_daemonsets")
-    else:
-        setting = "clusters[].exporter.daemonset" if cluster and cluster.exporter_daemonset else "exporter.daemonset"
+    setting = "".join("[]" if isinstance(part, int) else f".{part}"
+                      for part in daemonset_key(settings, cluster, daemonset == named[0])).lstrip(".")
     read = (f"the agent reads one exporter DaemonSet, {daemonset[0]}/{daemonset[1]} ({setting}; others are not seen)"
             if len(named) == 1 else
             f"this alarm reads the exporter DaemonSet {daemonset[0]}/{daemonset[1]} ({setting}), one of the cluster's "
@@ -847,20 +828,6 @@ def ksm_set(settings: Settings) -> tuple[str, ...]:
     kube-state-metrics gives its series) when a cluster names several (exporter.more_daemonsets): in one [ClusterName]
     set their counts would mix (one DaemonSet's least desired against another's most available)."""
     return DAEMONSET_SET if several_daemonsets(settings) else CLUSTER_SET
-
-
-def ksm_declaration(settings: Settings) -> dict[str, Any]:
-    """The agent's metric declaration for the kube-state-metrics job: the three series, per cluster or per
-    DaemonSet (ksm_set)."""
-    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$",
-            "dimensions": [list(ksm_set(settings))], "metric_selectors": [f"^{re.escape(m)}$" for m in KSM_METRICS]}
-
-
-def nodes_declaration() -> dict[str, Any]:
-    """The agent's metric declaration of kube-state-metrics' node series the scrape job keeps (kube_node_info, the GPU
-    resources' capacity), per cluster: whether a GPU node exists (NODES)."""
-    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$",
-            "dimensions": [list(CLUSTER_SET)], "metric_selectors": [f"^{re.escape(m)}$" for m in NODE_METRICS]}
 
 
 def no_gpu_node(settings: Settings, extra: str, span: str) -> str:

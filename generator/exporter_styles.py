@@ -65,6 +65,18 @@ def named_daemonsets(settings, cluster=None) -> tuple[tuple[str, str], ...]:
     return known[cluster]
 
 
+def daemonset_key(settings, cluster, first: bool) -> list:
+    """The settings key (a path: setting_place's) naming `cluster`'s first exporter DaemonSet (`first`: the one of
+    exporter_daemonset) or its others (more_daemonsets), as _named_daemonsets reads them: the cluster's own
+    clusters[<index>].exporter.<key> where it sets one, else exporter.<key>."""
+    name = "daemonset" if first else "more_daemonsets"
+    own = cluster is not None and (bool(cluster.exporter_daemonset) if first else
+                                   cluster.exporter_more_daemonsets is not None)
+    if not own:
+        return ["exporter", name]
+    return ["clusters", next(i for i, c in enumerate(settings.clusters) if c.name == cluster.name), "exporter", name]
+
+
 def _named_daemonsets(settings, cluster) -> tuple[tuple[str, str], ...]:
     more = cluster.exporter_more_daemonsets if cluster and cluster.exporter_more_daemonsets is not None else \
         settings.exporter.more_daemonsets

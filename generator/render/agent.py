@@ -26,7 +26,7 @@ from .. import container_insights, data_missing, stopped_gpus
 from ..catalog import Catalog
 from ..cloudwatch_query import NODE_MEAN, NODE_MEAN_KEY, NODE_MEAN_KINDS, dimension_sets, explored_sets
 from ..markers import CLUSTER_DIMENSION, KUBERNETES_MANAGED_BY
-from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
+from ..names import AGENT_CONFIGMAP, KUBE_STATE_METRICS_JOB as KSM_JOB, SCRAPE_CONFIGMAP, agent_log_group
 from ..settings import Cluster, Settings
 from .agent_otel import escaped
 
@@ -64,8 +64,15 @@ def selected_metrics(catalog: Catalog, settings: Settings, used: Iterable[str]) 
             and not (classic and m.retyped)]
 
 
-def metric_selectors(names: list[str]) -> list[str]:
+def metric_selectors(names: Iterable[str]) -> list[str]:
     return [f"^{re.escape(name)}$" for name in names]
+
+
+def declaration(job: str, dimensions: Iterable[str], metrics: Iterable[str], **more: Any) -> dict[str, Any]:
+    """The agent's metric declaration of `metrics` (each name whole) of the scrape job `job`, published with the one
+    dimension set `dimensions` (`more`: further keys, NODE_MEAN_KEY)."""
+    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(job)}$", "dimensions": [list(dimensions)],
+            "metric_selectors": metric_selectors(metrics), **more}
 
 
 def published_sets(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[tuple[str, ...], list[str]]:
@@ -152,23 +159,24 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets,
     names = selected_metrics(catalog, settings, queried.keys())
     units = {name: catalog.get(name).unit.cloudwatch for name in names
              if catalog.get(name).unit.cloudwatch != "None"}
-    job = f"^{re.escape(settings.scrape.job_name)}$"
+    job = settings.scrape.job_name
     what = published(catalog, settings, queried, node_kinds)
     declarations = []
     for dims, metrics in what.fields.items():
         by_kinds = {(): metrics} if NODE_MEAN not in dims else \
             {kinds: [m for m in metrics if what.kinds(m) == kinds] for kinds in dict.fromkeys(map(what.kinds, metrics))}
-        declarations += [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
-                          "metric_selectors": metric_selectors(each), **({NODE_MEAN_KEY: list(kinds)} if kinds else {})}
+        declarations += [declaration(job, dims, each, **({NODE_MEAN_KEY: list(kinds)} if kinds else {}))
                          for kinds, each in by_kinds.items() if each]
-    if what.ksm:
-        declarations.append(data_missing.ksm_declaration(settings))  # the data-missing alarm's expected signal
-        declarations.append(data_missing.nodes_declaration())  # and whether a GPU node exists
-        declarations.append(data_missing.agent_declaration(settings))  # and the agent's reads of each target
-    if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
-        declarations.append(data_missing.node_declaration(settings, data_missing.SAMPLES))
-    if what.unread:  # the GPU stopped reporting rule's alarm: each node's GPUs unread below its highest index
-        declarations.append(data_missing.node_declaration(settings, stopped_gpus.UNREAD))
+    if what.ksm:  # the data-missing alarm's expected signal: the three series, per cluster or DaemonSet (ksm_set)
+        declarations += [declaration(KSM_JOB, data_missing.ksm_set(settings), data_missing.KSM_METRICS),
+                         # and whether a GPU node exists (kube_node_info, the GPU resources' capacity), per cluster
+                         declaration(KSM_JOB, data_missing.CLUSTER_SET, data_missing.NODE_METRICS),
+                         # and the agent's reads of each target: the desired count per kube-state-metrics pod
+                         declaration(KSM_JOB, data_missing.agent_set(settings), [data_missing.DESIRED])]
+    # per GPU node of each scrape of its exporter target: the data-missing rule's second alarm (each target's scrapes
+    # without DCGM samples) and the GPU stopped reporting rule's (each node's GPUs unread below its highest index)
+    declarations += [declaration(job, data_missing.SAMPLES_SET, [metric]) for metric, wanted in
+                     ((data_missing.SAMPLES, what.no_data), (stopped_gpus.UNREAD, what.unread)) if wanted]
     if not declarations:
         # (awsemf without any declaration publishes every metric it gets, each point's labels its dimensions: a custom
         # metric of every series, new ones at each pod and exporter rollout; one that selects no metric name

@@ -37,7 +37,7 @@ from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MI
                                   gpu_interval, node_interval, source_plan)
 from ..errors import InputError
 from ..derived_sets import mig_only
-from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
+from ..exporter_styles import daemonset_key, exporter_namespace, named_daemonsets, style_for
 from ..go_template import as_alert_text
 from ..last_applied import APPLY_LIMIT, encoded_bytes
 from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
@@ -339,7 +339,7 @@ def unread_plan() -> Plan:
 
 def _node_plan(metric: str, function: str) -> Plan:
     """A GROUP BY alarm's query per GPU node of `metric`, which the agent makes per node of each scrape of its exporter
-    (data_missing.node_declaration)."""
+    (render/agent.emf_processor)."""
     group = (data_missing.NODE_LABEL,)
     return Plan(metric=metric, function=function, dims=data_missing.SAMPLES_SET, group=group, series=group)
 
@@ -1026,16 +1026,10 @@ def _daemonset_name_fits(name: str, settings: Settings, cluster: Cluster, number
     Kubernetes takes (up to 253 characters) passes it whatever alarms.name_prefix is."""
     if len(name) <= ALARM_NAME_LENGTH:
         return
-    index = next(i for i, c in enumerate(settings.clusters) if c.name == cluster.name)
-    if number == 0:
-        key = ["clusters", index, "exporter", "daemonset"] if cluster.exporter_daemonset else ["exporter", "daemonset"]
-    else:
-        key = ["clusters", index, "exporter", "more_daemonsets"] if cluster.exporter_more_daemonsets is not None else \
-            ["exporter", "more_daemonsets"]
     raise InputError(f"alarm name {name[:60]}... is {len(name)} characters; CloudWatch takes at most "
                      f"{ALARM_NAME_LENGTH} and refuses the alarm: its name ends in the exporter DaemonSet "
                      f"{daemonset} ({len(daemonset)} characters) its data-missing alarm watches",
-                     where=setting_place(settings, key),
+                     where=setting_place(settings, daemonset_key(settings, cluster, number == 0)),
                      hint=f"name that DaemonSet {len(name) - ALARM_NAME_LENGTH} or more characters shorter "
                           "(its Helm release, or the chart's fullnameOverride), or use a shorter "
                           "alarms.name_prefix or cluster name")

@@ -316,3 +316,21 @@ def test_every_bundled_widget_reads_at_most_500_metrics_counted_as_the_dashboard
         overview = {title: n for (path, title), n in counted.items() if path.endswith("-overview.json")}
         assert [overview[t] for t in ("GPUs reporting", "Total power draw", "Average GPU utilization",
                                       "Average GPU temperature")] == [500] * 4, overview
+
+
+def test_a_clusters_own_daemonset_is_named_by_its_own_key_in_the_refusal_and_the_description(cli, tmp_path):
+    """The settings key naming a DaemonSet is chosen once (exporter_styles.daemonset_key): a cluster's own
+    more_daemonsets, whose alarm name is too long, is refused at clusters[0].exporter.more_daemonsets, and one that
+    fits is named by that key in its alarm's description."""
+    daemonset = ".".join(["a" * 60, "b" * 60, "c" * 60, "d" * 30])
+    settings = ("clusters:\n  - name: gpu-cluster\n    region: us-east-1\n    exporter:\n      more_daemonsets:\n"
+                "        - {}\n")
+    code, _, stderr, config, out = _generate(cli, tmp_path, settings.format(daemonset))
+    assert f"error: {config}:5: alarm name gpudash-gpu-cluster-gpu-data-missing-" in stderr, stderr
+    code, _, stderr, _, _ = _generate(cli, tmp_path, settings.format("dcgm-extra"), refused=False)
+    assert code == 0, stderr
+    alarms = json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]
+    (described,) = [a["Request"]["AlarmDescription"] for a in alarms
+                    if a["Request"]["AlarmName"].endswith("-gpu-operator-dcgm-extra")]
+    assert ("this alarm reads the exporter DaemonSet gpu-operator/dcgm-extra (clusters[].exporter.more_daemonsets), "
+            "one of the cluster's 2") in described
