@@ -185,7 +185,11 @@ def test_an_exporter_daemonset_whose_data_missing_alarm_name_is_too_long_is_refu
         cli, tmp_path, f"exporter:\n  more_daemonsets:\n    - {daemonset}\n")
     assert code == 2, stderr
     assert f"error: {config}:2: alarm name gpudash-gpu-cluster-gpu-data-missing-" in stderr, stderr
-    assert f"the exporter DaemonSet gpu-operator/{daemonset} (226 characters)" in stderr, stderr
+    # what the name ends in, said as the DaemonSet the alarm watches, on the error's own line
+    name = f"gpudash-gpu-cluster-gpu-data-missing-critical-gpu-operator-{daemonset}"
+    assert (f"error: {config}:2: alarm name {name[:60]}... is {len(name)} characters; CloudWatch takes at most 255 and "
+            f"refuses the alarm: its name ends in the exporter DaemonSet gpu-operator/{daemonset} (226 characters) its "
+            f"data-missing alarm watches\n") in stderr, stderr
     assert "fix: name that DaemonSet 17 or more characters shorter" in stderr, stderr
     code, _, stderr, _, _ = _generate(cli, tmp_path, f"exporter:\n  more_daemonsets:\n    - {daemonset[17:]}\n",
                                       refused=False)
