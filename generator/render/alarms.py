@@ -1961,7 +1961,7 @@ def window_problem(alarm: Alarm, settings: Settings) -> str:
     of 60 s periods x 2 at 60 s scrapes (a 120 s window) missed an exporter hung for 40 minutes at 10 of the 39 minutes
     it fires with scrapes mid-minute (at 120 s periods x 2, a 240 s window, at 38 of 39, the first minute of the hang
     one scrape late); the bundled rule at scrape.interval 5m (a 600 s window of two) at 34 of 35."""
-    if not alarm.absent or addon_source(settings) or not data_missing.per_node(settings):
+    if not _with_agent_alarm(alarm, settings) or not data_missing.per_node(settings):
         return ""
     interval = settings.scrape.seconds
     window = data_missing.window_seconds(alarm.period_seconds, alarm.evaluation_periods)
@@ -1974,6 +1974,12 @@ def window_problem(alarm: Alarm, settings: Settings) -> str:
             f"at such evaluations")
 
 
+def _with_agent_alarm(alarm: Alarm, settings: Settings) -> bool:
+    """Whether `alarm` is a data-missing rule built with its agent alarm: off the add-on, and not left out (nothing
+    telling that GPUs are expected: alarms.expected_gpus none), where its periods judge nothing."""
+    return alarm.absent and not addon_source(settings) and not data_missing.left_out_reason(settings)
+
+
 def agent_problem(alarm: Alarm, settings: Settings) -> str:
     """Why the data-missing rule's agent alarm (and on agent.pipeline: classic its per-GPU alarm) can never fire at
     settings' scrape interval ("" where it can): each counts a period's readings under half its scrapes, and at a
@@ -1981,7 +1987,7 @@ def agent_problem(alarm: Alarm, settings: Settings) -> str:
     datapoint, not breaching): 120 s periods x 3 at 60 s scrapes built alarms that never fire (lint AL028), their
     window long enough."""
     interval = settings.scrape.seconds
-    if not alarm.absent or addon_source(settings) or alarm.period_seconds >= AGENT_SCRAPES * interval:
+    if not _with_agent_alarm(alarm, settings) or alarm.period_seconds >= AGENT_SCRAPES * interval:
         return ""
     one, under = data_missing.per_node(settings), data_missing.agent_threshold(settings, alarm.period_seconds)
     alarms = ("its alarm on the agent's reads of kube-state-metrics fires" if one else

@@ -173,3 +173,16 @@ def test_the_bundled_data_missing_alarm_at_two_scrapes_a_period_is_kept_and_said
             "150 s)") in warning["message"] and warning["rule"] == "AL029"
     assert warning["fix"] == ("give scrape.interval 100s or less, or copy the bundled alarms into a folder of your own, "
                               "named in definitions.alarms, and give it period_seconds=600")
+
+
+@pytest.mark.parametrize("interval", ["5m", "150s"])
+def test_the_bundled_data_missing_alarm_left_out_is_not_warned_of_its_periods(interval, tmp_path, cli):
+    """With alarms.expected_gpus: none the data-missing rule is left out of both backends (a note says so): its window
+    and period, judging nothing, are warned of no more (at 5m its window, at 150s its period were)."""
+    (tmp_path / "gpudash.yaml").write_text(f"scrape:\n  interval: {interval}\nalarms:\n  expected_gpus: none\n")
+    code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
+                               "--output", "json")
+    assert code == 0, stderr
+    answer = json.loads(stdout)
+    assert [n["message"] for n in answer["warnings"] if "'gpu-data-missing'" in n["message"]] == []
+    assert any(n["message"].startswith("alarm 'gpu-data-missing' is left out") for n in answer["notes"])
