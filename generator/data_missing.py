@@ -75,9 +75,9 @@ a 10-minute mean, never both halves). Counted over the same window it is the sam
   * CloudWatch (the OTel pipeline): the agent's receiver writes `scrape_samples_post_metric_relabeling` at
     every scrape with the target's labels; the filter keeps it and a transform makes it a flag (1: the scrape
     brought no GPU data, 0: it did; render/agent_otel.NO_DATA_FLAG), published with [ClusterName, node]
-    (render/agent.emf_processor). A GROUP BY alarm per node (render/alarms.second_plan) sums the flags over one period
-    the length of the window and fires above NO_DATA_SHARE of the window's scrapes; a node with no target (gone)
-    has no data: notBreaching. Every scrape is published so that a scraped node's latest period always holds a
+    (declared in render/agent.emf_processor). A GROUP BY alarm per node (render/alarms.second_plan) sums the flags
+    over one period the length of the window and fires above NO_DATA_SHARE of the window's scrapes; a node with no
+    target (gone) has no data: notBreaching. Every scrape is published so that a scraped node's latest period always holds a
     datapoint: with only the bad scrapes, a recovered node's empty window let CloudWatch judge the breaching
     period before it (the evaluation range, see the CloudWatch form below) and the node was in ALARM again.
   * Prometheus: a rule of its own (no `for`), the same count over the same window ((t - window, t]), each scrape
@@ -364,8 +364,8 @@ PER_NODE_SUFFIX = "-per-node"
 # `up` by job and instance): the agent's job keeps every pod kube_state_metrics.pod_label names (two replicas, a second
 # install in another namespace), each scraped at every round, and CloudWatch keeps every datapoint of a metric, so in
 # one metric two targets' reads of 4 rounds of 10 counted 8, over the threshold. The job writes each target's
-# namespace/pod into KSM_TARGET, and the desired count is published with it too (agent_set; render/agent.emf_processor): a
-# Metrics Insights GROUP BY alarm, each target a contributor (agent_query).
+# namespace/pod into KSM_TARGET, and the desired count is published with it too (agent_set, declared in
+# render/agent.emf_processor): a Metrics Insights GROUP BY alarm, each target a contributor (agent_query).
 # Its periods: a kube-state-metrics pod read at every scrape of its life is short of a period's scrapes in its first
 # and last period only (it started, or went, within them), so a contributor short in AGENT_PERIODS periods running had
 # a whole period between them read under half: a gap in its reads. At two, a pod living under two periods (a new pod
