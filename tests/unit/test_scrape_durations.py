@@ -34,11 +34,12 @@ def _files(cli, tmp_path: Path, interval: str) -> dict[str, str]:
     # 8 panels whose fields the CSV does not collect (DF001), "Pods on GPUs"' rows past its LIMIT (CW020), what a gap
     # in a GPU's data does to the two counter alarms (AL018); and at 150 s
     # the agent's data-missing alarm, whose "under half of a period's 2 scrapes" is a count below 1, which no period
-    # reads (AL028)
-    assert code == 0 and stdout.endswith("0 errors, 1 warnings, 11 notes\n"), stdout + stderr
-    (warning,) = [line for line in stdout.splitlines() if " warning: " in line]
-    assert warning.startswith("AL028 warning: cloudwatch/alarms.json gpudash-gpu-cluster-gpu-data-missing-agent-"), \
-        warning
+    # reads (AL028), and the bundled data-missing rule's period of 2 scrapes that makes it so (AL029, as generate says)
+    assert code == 0 and stdout.endswith("0 errors, 2 warnings, 11 notes\n"), stdout + stderr
+    never, short = [line for line in stdout.splitlines() if " warning: " in line]
+    assert never.startswith("AL028 warning: cloudwatch/alarms.json gpudash-gpu-cluster-gpu-data-missing-agent-"), never
+    assert short.startswith("AL029 warning: alarms/gpu_alarms.py:97: alarm 'gpu-data-missing' (bundled): its period "
+                            "of 300 s is under 3 scrape intervals (scrape.interval 150 s)"), short
     return {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"}
 
 
