@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import pytest
 
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
 from tests.support.fleet_rule import fleet_period_values
 from tests.support.projects import bundled_panels, bundled_project
-from tests.support.prometheus_server import written_fixture
+from tests.support.prometheus_server import range_macros, written_fixture
 from tests.support.range_panels import panel_at
 from tests.support.scraped_gpus import scraped
 
@@ -97,19 +99,40 @@ def test_gpus_of_an_exporter_named_like_its_pod_count_once_when_the_new_one_numb
     assert reporting == 9.0 and 4500.0 <= total <= 4590.0, shown
 
 
-@pytest.mark.xfail(strict=True, reason="a GPU's line is keyed by its UUID and index, named by its slot (node and "
-                                       "index): an old exporter writing its pod's name as the node and a new one "
-                                       "numbering apart share no slot")
 @pytest.mark.parametrize("after", [15, 60, 150, 200])
 def test_gpus_of_an_exporter_named_like_its_pod_draw_one_line_each_when_the_new_one_numbers_them_apart(rolled, after):
     """From the new exporter's first scrape (11 s) to 209 s after the rollout n2's GPUs draw one line each, under n2:
-    'n2 GPU 0' 610 W (F), 'n2 GPU 1' 210 (D), 'n2 GPU 2' 410 (E), and no line under the old exporter's pod's name.
-    Measured (every 3 s): from 11 to 210 s both, 'nvidia-dcgm-exporter-x7k2p GPU 0..2' (200, 400, 600 W) beside
-    'n2 GPU 0..2': 12 lines for 9 GPUs, their sum 5,760 to 5,790 W where 'Total power draw' reads 4,560 to 4,590 W."""
+    'n2 GPU 0' 610 W (F), 'n2 GPU 1' 210 (D), 'n2 GPU 2' 410 (E), and no line under the old exporter's pod's name:
+    one index kept of each UUID (promql._one_index_per_uuid). Before, from 11 to 210 s both were drawn,
+    'nvidia-dcgm-exporter-x7k2p GPU 0..2' (200, 400, 600 W) beside 'n2 GPU 0..2': 12 lines for 9 GPUs, their sum
+    5,760 to 5,790 W where 'Total power draw' reads 4,560 to 4,590 W."""
     prometheus, start = rolled
     shown = _shown(prometheus, start, ROLLOUT + after)
     assert {line: watts for line, watts in shown["Power draw"].items() if not line.startswith(("n1 ", "n3 "))} == \
         {"n2 GPU 0": 610.0, "n2 GPU 1": 210.0, "n2 GPU 2": 410.0}
+
+
+def test_gpus_of_an_exporter_named_like_its_pod_draw_one_line_each_over_a_range_holding_the_rollout(rolled):
+    """Over a dashboard range ending after the rollout (an hour to 330 s after it), at each 3 s step from 60 s before
+    the rollout: n2's GPUs under the old exporter's pod's name (D, E, F: 200, 400, 600 W) to the new exporter's
+    first scrape at 11 s, then under n2 (F, D, E: 610, 210, 410 W), never both, none left out. The new exporter's
+    indexes are named n2 by the range before its first scrape; each GPU's line is kept where its UUID has a copy at
+    the step (promql._one_index_per_uuid)."""
+    prometheus, start = rolled
+    (target,) = bundled_panels()["Power draw"]["targets"]
+    expr = interpolate(target["expr"], {**range_macros(f"{SPAN}s"), "__interval": "60s", "__rate_interval": "120s",
+                                        **variables({}, ("namespace", "pod", "node", "gpu"))})
+    end = start + ROLLOUT + 330
+    steps = prometheus.query_at(expr, end - 390, 131, 3)  # to `end`: each step's `@ end()` is the range's end
+    old = {f"{EXPORTER_POD} GPU 0": 200.0, f"{EXPORTER_POD} GPU 1": 400.0, f"{EXPORTER_POD} GPU 2": 600.0}
+    new = {"n2 GPU 0": 610.0, "n2 GPU 1": 210.0, "n2 GPU 2": 410.0}
+    wrong = {}
+    for at, shown in steps.items():
+        lines = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in shown}
+        n2 = {line: watts for line, watts in lines.items() if not line.startswith(("n1 ", "n3 "))}
+        if n2 != (new if at - start - ROLLOUT >= NEW_PHASE else old):
+            wrong[at - start - ROLLOUT] = n2
+    assert not wrong, wrong
 
 
 def test_before_the_rollouts_each_gpu_counts_once(rolled):

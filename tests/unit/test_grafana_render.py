@@ -102,10 +102,11 @@ def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
     _, models = _dashboards(project_dir("labels:\n  node: [instance]\n"))
     variables = {v["name"]: v for v in models["gpudash-overview"]["templating"]["list"]}
     assert variables["node"]["regex"] == '/instance="([^"]+)"/'
-    # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified) or keys
-    # its UUID under either label (promql.uuid_keyed)
+    # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified), keys
+    # its UUID under either label (promql.uuid_keyed) or copies a named GPU's index (promql._one_index_per_uuid)
     text = json.dumps(models)
-    assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid',';',")
+    assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid',';',") + \
+        text.count(",'gpudash_one','','gpu')")
     assert "{{instance}} GPU {{gpu}}" in text
 
 
@@ -217,8 +218,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                   'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", '
                   f'namespace=~"$namespace", pod=~"$pod", {gated}, {picked_named}, UUID=""}}) >= time() - 30)'
                   ) in replay
-    assert packed('+ on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
-                  'gpudash_gpu, gpu) (1, ') in replay
+    # (one name per GPU: the candidates' rows carry the GPU, cluster, gpudash_gpu and gpu, and the name alone)
+    assert packed('+ on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk without (node) (1, ') \
+        in replay
     assert "rate(" not in replay and replay.count(recording) == 1
     # the rules file records both series of each counter a rate panel reads, at the scrape interval
     groups = [g for g in build(project).prometheus_rules["groups"] if g["name"].startswith("gpudash-counters")]
