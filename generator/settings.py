@@ -344,8 +344,8 @@ def _sections(document: dict[str, Any]) -> dict[str, Any]:
         "alarms": AlarmSettings(actions=AlarmActions(**{k: tuple(v) for k, v in alarms["actions"].items()}),
                                 static_pods=tuple(alarms["static_pods"]),
                                 **{k: v for k, v in alarms.items() if k not in ("actions", "static_pods")}),
-        "thresholds": ThresholdSettings(**{name: Levels(float(value["warning"]), float(value["critical"]))
-                                           if isinstance(value, dict) else float(value)
+        "thresholds": ThresholdSettings(**{name: Levels(_level(value["warning"]), _level(value["critical"]))
+                                           if isinstance(value, dict) else _level(value)
                                            for name, value in document["thresholds"].items()}),
         "counters": document["counters"],
         "project": document["project"],
@@ -1255,6 +1255,14 @@ def _home() -> Path | None:
         return Path.home().resolve()
     except (RuntimeError, KeyError):  # no HOME and no passwd entry
         return None
+
+
+def _level(value) -> float:
+    """A `thresholds` level as a float object of its own, equal to `value`: a bundled definition's level past its unit's
+    range is told at the setting it read, found as that object (project._settings_levels), and a YAML alias
+    (`warning: &x 1.0`, `critical: *x`, or one key's level aliased by another key) gives both places one object, which
+    float() of a float returns as it is: neither could be told. A float made from its own text is a new object."""
+    return float(repr(float(value)))
 
 
 def load_settings(path: Path | None) -> Settings:

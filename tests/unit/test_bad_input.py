@@ -326,6 +326,19 @@ CASES = [
     settings("framebuffer critical at the top of the ratio, another key of its value", "thresholds:\n"
              "  pcie_replays_per_minute: 1.0\n  framebuffer_used_ratio:\n    warning: 0.9\n    critical: 1.0\n",
              "gpudash.yaml:5", "thresholds.framebuffer_used_ratio.critical is the level of the bundled alarm"),
+    # a YAML alias makes the two places one value object, which the settings copy into a level of its own each: the
+    # refusal was told at the bundled code
+    settings("framebuffer levels of one YAML alias at the top of the ratio", "thresholds:\n  framebuffer_used_ratio:\n"
+             "    warning: &top 1.0\n    critical: *top\n", "gpudash.yaml:4",
+             "thresholds.framebuffer_used_ratio.critical is the level of the bundled alarm", "`> 1` never holds",
+             "fix: set thresholds.framebuffer_used_ratio.critical below 1"),
+    settings("framebuffer critical a YAML alias of another key's level", "thresholds:\n"
+             "  pcie_replays_per_minute: &one 1.0\n  framebuffer_used_ratio:\n    warning: 0.9\n    critical: *one\n",
+             "gpudash.yaml:5", "thresholds.framebuffer_used_ratio.critical is the level of the bundled alarm"),
+    settings("framebuffer levels of one YAML alias past the top of the ratio", "thresholds:\n"
+             "  framebuffer_used_ratio:\n    warning: &high 95.0\n    critical: *high\n", "gpudash.yaml:3",
+             "thresholds.framebuffer_used_ratio.warning is the level of the bundled panel", "no value of it passes",
+             "fix: set thresholds.framebuffer_used_ratio.warning in ratio 0-1 (e.g. 0.95 for 95 %)"),
     settings("framebuffer levels of one value past the top of the ratio", "thresholds:\n  framebuffer_used_ratio:\n"
              "    warning: 95\n    critical: 95\n", "gpudash.yaml:3",
              "thresholds.framebuffer_used_ratio.warning is the level of the bundled panel", "no value of it passes",
