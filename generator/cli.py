@@ -201,8 +201,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     from .build_notices import Notice, of_notes, printed_lines
     from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
-    from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, never_firing,
-                                never_firing_fix, SHORT_PERIOD_RULE, short_periods, silent_alarms,
+    from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts,
+                                never_firing_fix, never_firing_unsaid, SHORT_PERIOD_RULE, short_periods, silent_alarms,
                                 unwatched_static_alarms)
     from .names import shown as first_names
     from .render.cloudformation import QUOTA_FIX as TEMPLATE_QUOTA_FIX
@@ -242,7 +242,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         said.append(Notice("warning", f"{len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify "
                                       f"no one (first: {silent[0]}); set alarms.actions.critical / .warning to SNS "
                                       f"topic ARNs", where="alarms.actions"))
-    never = [item.request for item in requests if never_firing(item.request)]
+    never = never_firing_unsaid((item.request for item in requests), project.alarms, project.settings)
     if never:
         said.append(Notice("warning", f"{len(never)} CloudWatch alarm(s) can never be in ALARM (first: "
                                       f"{never[0]['AlarmName']}): each counts readings below 1, and a period without "

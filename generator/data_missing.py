@@ -443,6 +443,20 @@ def per_node(settings: Settings) -> bool:
     return settings.agent.pipeline == "otel"
 
 
+def fewest_periods(settings: Settings) -> int:
+    """The fewest evaluation periods the rule judges right: on agent.pipeline: classic its per-GPU alarm over one period
+    fires for a GPU node added or removed (node_churn; a copy of 600 s x 1 at 150 s scrapes was in ALARM 18 minutes
+    after a node removed and 3 after one added, over two periods at none); on the OTel pipeline one (600 s x 1 there
+    fired at the minutes 300 s x 2 fired, an exporter or the agent stopped, and at none of a node coming or going)."""
+    return 1 if per_node(settings) else 2
+
+
+def fewest_periods_why(settings: Settings) -> str:
+    """Why the rule needs fewest_periods ("" where it needs one)."""
+    return "" if fewest_periods(settings) == 1 else \
+        "its alarm per GPU (agent.pipeline: classic) firing over one period for a GPU node added or removed"
+
+
 def window_seconds(period: int, evaluation_periods: int) -> int:
     """The rule's window: branch 4 and the per-node alarm count over it as one period."""
     return period * evaluation_periods

@@ -20,6 +20,6 @@ def short_alarm_periods(subject: LintInput) -> Iterable[Finding]:
 RULES = (
     Rule(SHORT_PERIOD_RULE, "bundled alarms whose period or window holds too few scrapes at scrape.interval (the "
                             "stopped rule's period, a period judged with missing data filled, the data-missing "
-                            "window): kept, and said with what to do (a warning per alarm; generate says it too)",
+                            "window or period): kept, and said with what to do (a warning per alarm; generate says it too)",
          short_alarm_periods),
 )

@@ -21,7 +21,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAM
 from ..data_missing import KSM_METRICS
 from ..dashboard_limit import METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, widget_metrics
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
-from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, never_firing, never_firing_fix
+from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, never_firing_fix, never_firing_unsaid
 from ..output import ALARMS_FILE, BodyStrings, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_errors
@@ -866,10 +866,12 @@ def never_alarms(subject: LintInput) -> Iterable[Finding]:
     breach can never be in ALARM: a period without a reading has no datapoint, which CloudWatch does not judge as a
     count of 0 (TreatMissingData decides, and only `breaching` breaches), and one with a reading counts 1 or more
     (render.alarms.never_firing). The bundled data-missing alarms count under half a period's scrapes: at
-    scrape.interval 150 s (two a period) that is none (a warning per alarm)."""
+    scrape.interval 150 s (two a period) that is none (a warning per alarm); of the bundled rule AL029 says it, with its
+    period (render.alarms.never_firing_unsaid)."""
+    unsaid = never_firing_unsaid([item.request for item in subject.alarms], subject.alarm_definitions, subject.settings)
     for item in subject.alarms:
         request = item.request
-        if never_firing(request):
+        if any(request is never for never in unsaid):
             operator = "<" if request["ComparisonOperator"] == "LessThanThreshold" else "<="
             yield Finding("AL028", "warning", _alarm_where(item),
                           f"a count of readings {operator} {request['Threshold']:g} with missing data "

@@ -1768,6 +1768,16 @@ def never_firing(request: dict[str, Any]) -> bool:
                                            re.I) is not None
 
 
+def never_firing_unsaid(requests: Iterable[dict[str, Any]], alarms: Iterable[Alarm],
+                        settings: Settings) -> list[dict[str, Any]]:
+    """The requests never_firing finds (lint AL028) but those of a bundled rule whose short period short_periods says
+    (lint AL029): the data-missing rule's agent alarm (on agent.pipeline: classic its per-GPU alarm too) at a period
+    under three scrapes, whose warning says that they never fire, why and what to do. Said once, under AL029."""
+    said = {alarm.id for alarm in alarms if _bundled(settings) and _short_periods(alarm, settings)}
+    return [request for request in requests if never_firing(request) and not said & {
+        tag.get("Value") for tag in request.get("Tags", []) if tag.get("Key") == ALARM_RULE_TAG}]
+
+
 def insights_alarm_counts(alarms: Iterable[AlarmRequest]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for item in alarms:
@@ -1887,13 +1897,13 @@ def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple
 @dataclass(frozen=True)
 class _ShortPeriod:
     """One way an alarm's period is too short for the scrape interval: why, the scrapes its period (`periods`=1) or
-    its window (`periods`: evaluation_periods) must hold, the least period of whole minutes that holds them, and what
-    the refusal's hint says beside that period (`also`) and after scraping more often (`other`)."""
+    its window (`periods`: evaluation_periods) must hold, the least period of whole minutes that holds them, the
+    evaluation periods that keep the alarm's window at it (`keep`, _keeping_window) and what the refusal's hint says
+    after scraping more often (`other`)."""
     why: str
     scrapes: int
     periods: int
     least: int
-    also: str = ""
     other: str = ""
     keep: str = ""
     per_period: int = 1  # the scrapes each period must hold beside: the data-missing agent alarm's (AGENT_SCRAPES)
@@ -1994,42 +2004,66 @@ def agent_problem(alarm: Alarm, settings: Settings) -> str:
               "its alarms on the agent's reads of kube-state-metrics and on each GPU (agent.pipeline: classic) fire")
     return (f"its period of {alarm.period_seconds} s is under {AGENT_SCRAPES} scrape intervals (scrape.interval "
             f"{interval} s): {alarms} on a period holding under {under:g} readings of its "
-            f"{alarm.period_seconds // interval} scrapes, which no period with a reading does (one without has no "
-            f"datapoint, not breaching), so {'it' if one else 'they'} can never fire")
+            f"{_scrapes(alarm.period_seconds // interval)}, which no period with a reading does (one without has no "
+            f"datapoint, not breaching), so {'it' if one else 'they'} can never fire{_cluster_problem(alarm, interval)}")
+
+
+def _scrapes(count: int) -> str:
+    return f"{count} scrape{'' if count == 1 else 's'}"
+
+
+def _cluster_problem(alarm: Alarm, interval: int) -> str:
+    """What the data-missing rule's cluster alarm does at a period under two scrape intervals ("" at a longer one): such
+    a period holds no scrape whenever the exporters' scrapes land at its edge a little early then a little late, and
+    the alarm reads it as no GPU reporting, so next to a period whose scrapes all failed it fires though no exporter
+    stopped: the bundled rule at scrape.interval 5m, scrapes within 0.3 s of the minute, every exporter failing every
+    other scrape, was in ALARM at 3 of the 71 minutes from 50 to 120 (51, 91, 111), never with scrapes 37 s past it
+    (tests/unit/test_data_missing_short_period.py)."""
+    if alarm.period_seconds >= FILLED_SCRAPES_PER_PERIOD * interval:
+        return ""
+    return (f"; and its period holds no scrape whenever the exporters' scrapes land at its edge a little early then a "
+            f"little late, which its cluster alarm reads as no GPU reporting, so next to a period whose scrapes all "
+            f"failed (every exporter failing every other scrape) it fires though no exporter stopped")
 
 
 def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     """Each way `alarm`'s period is too short for settings' scrape interval: a stopped rule's period on either backend
     (stopped_gpus.period_problem), and off the add-on a several-period alarm with missing data filled (filled_problem)
-    and the data-missing rule's window (window_problem), else its period (agent_problem)."""
+    and the data-missing rule's window (window_problem) and period (agent_problem), said together."""
     interval = settings.scrape.seconds
     stopped, filled_least = (_least_period(settings, scrapes) for scrapes in (stopped_gpus.SCRAPES_PER_PERIOD,
                                                                               FILLED_SCRAPES_PER_PERIOD))
-    found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1, stopped,
-                          f" (at least {stopped_gpus.SCRAPES_PER_PERIOD} scrape intervals)",
-                          keep=_keeping_window(alarm, stopped))
+    found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1, stopped, keep=_keeping_window(alarm, stopped))
              for problem in [alarm.stopped and stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
     if addon_source(settings):
         return found
-    filled, window = filled_problem(alarm, interval), window_problem(alarm, settings)
-    agent = not window and agent_problem(alarm, settings)  # (the window's least period holds AGENT_SCRAPES too)
+    filled = filled_problem(alarm, interval)
+    # the data-missing rule's window and period said at once, with one fix: the least period holding AGENT_SCRAPES
+    # holds the window's scrapes too, at the rule's fewest periods (data_missing.fewest_periods)
+    missing = "; ".join(problem for problem in (window_problem(alarm, settings), agent_problem(alarm, settings))
+                        if problem)
+    least = _least_period(settings, AGENT_SCRAPES)
     return found + [short for short in (
         filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, filled_least, other=", or missing_data='missing'",
                                 keep=_keeping_window(alarm, filled_least)),
-        window and _ShortPeriod(window, WINDOW_SCRAPES, alarm.evaluation_periods,
-                                max(_least_period(settings, WINDOW_SCRAPES, alarm.evaluation_periods),
-                                    _least_period(settings, AGENT_SCRAPES)), per_period=AGENT_SCRAPES),
-        agent and _ShortPeriod(agent, AGENT_SCRAPES, 1, _least_period(settings, AGENT_SCRAPES))) if short]
+        missing and _ShortPeriod(missing, WINDOW_SCRAPES, alarm.evaluation_periods, least, per_period=AGENT_SCRAPES,
+                                 keep=_keeping_window(alarm, least, data_missing.fewest_periods(settings),
+                                                      data_missing.fewest_periods_why(settings)))) if short]
+
+
+def _bundled(settings: Settings) -> bool:
+    """Whether the settings' alarms are the bundled ones (definitions.alarms unset): their periods are not the user's."""
+    return settings.definitions.alarms is None
 
 
 def _check_short_periods(alarm: Alarm, settings: Settings) -> None:
     """An alarm of the user's own whose period is too short for the scrape interval (_short_periods) is refused; a
     bundled one, whose period the user does not write, is kept with a warning (short_periods)."""
-    if settings.definitions.alarms is None:
+    if _bundled(settings):
         return
     for short in _short_periods(alarm, settings):
         raise InputError(f"alarm {alarm.id!r}: {short.why}", where=alarm.defined_at,
-                         hint=f"give the alarm period_seconds={short.least} or more{short.also}, or scrape more "
+                         hint=f"give the alarm period_seconds={short.least}{short.keep}, or scrape more "
                               f"often{short.other}")
 
 
@@ -2038,7 +2072,7 @@ def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str
     interval (_short_periods), the stopped rule's first: at scrape.interval 5m the stopped rule's and the idle GPU
     alarm's 5-minute periods hold one, the data-missing rule's 10-minute window two. It is kept (the user does not write
     its period), and said: by generate, and by lint (SHORT_PERIOD_RULE) of the build or of a build read back."""
-    if settings.definitions.alarms is not None:
+    if not _bundled(settings):
         return []
     found = [(alarm, short) for alarm in alarms for short in _short_periods(alarm, settings)]
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {short.why}",
@@ -2052,24 +2086,31 @@ def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str
 SHORT_PERIOD_RULE = "AL029"
 
 
-def _keeping_window(alarm: Alarm, least: int) -> str:
+def _keeping_window(alarm: Alarm, least: int, fewest: int = 1, why_fewest: str = "") -> str:
     """What a longer period `least` asks of an alarm judged over several periods so that it judges the span it says:
     the bundled idle alarm's 6 periods of 300 s (idle_minutes 30) at 600 s periods would span 60 minutes, its
-    description still saying 30; the stopped rule's 2 periods of 300 s, 20 minutes, its description saying 10. Where
-    no whole number of the longer periods spans the window, the nearest numbers and their spans."""
+    description still saying 30; the stopped rule's 2 periods of 300 s, 20 minutes, its description saying 10; the
+    data-missing rule's 2 x 300 s at 900 s periods 30 minutes, not 10. Where no whole number of the longer periods, at
+    least `fewest` (`why_fewest`), spans the window, the nearest numbers and their spans."""
     window = alarm.period_seconds * alarm.evaluation_periods
-    if window % least == 0:
-        return f" and {_periods_of(alarm, window // least)}, which keep its window of {window} s"
-    choices = " or ".join(f"{_periods_of(alarm, n)} ({n * least} s)" for n in (window // least, window // least + 1)
-                          if n)
-    return (f" (no whole number of {least} s periods spans its window of {window} s: give it {choices}, and say that "
-            f"span in its description)")
+    periods, left = divmod(window, least)
+    if not left and periods >= fewest:
+        return f" and {_periods_of(alarm, periods)}, which keep its window of {window} s"
+    if periods >= fewest:
+        choices, why = (periods, periods + 1), f"no whole number of {least} s periods spans its window of {window} s"
+    else:
+        choices = (fewest,)
+        why = (f"{'one period' if fewest == 1 else f'{fewest} periods'} of {least} s {'is' if fewest == 1 else 'are'} "
+               f"longer than its window of {window} s{f', {why_fewest}' if why_fewest else ''}")
+    said = " or ".join(f"{_periods_of(alarm, n)} ({n * least} s)" for n in choices)
+    return f" ({why}: give it {said}, and say that span in its description)"
 
 
 def _periods_of(alarm: Alarm, periods: int) -> str:
-    """evaluation_periods=`periods`, and the datapoints_to_alarm of the same share where the alarm sets one apart."""
+    """evaluation_periods=`periods`, and the datapoints_to_alarm of the same share where the alarm sets one (the
+    data-missing rule's 2 of 2 at one period: 1 of 1, which the model takes, not 2 of 1)."""
     needed = alarm.datapoints_to_alarm
-    scaled = "" if needed in (None, alarm.evaluation_periods) else \
+    scaled = "" if needed is None or periods == alarm.evaluation_periods else \
         f", datapoints_to_alarm={max(1, -(-needed * periods // alarm.evaluation_periods))}"
     return f"evaluation_periods={periods}{scaled}"
 

@@ -9,9 +9,11 @@ from generator.lint.subject import LintInput
 
 
 def lint_input(project, artifacts: Artifacts | None = None, grafana_schema=None, **replaced) -> LintInput:
-    """`project`'s artifact set (or `artifacts`) with the fields in `replaced` swapped in (e.g. alarms=...)."""
+    """`project`'s artifact set (or `artifacts`) with the fields in `replaced` swapped in (e.g. alarms=...), and the
+    project's alarm definitions, as `gpudash lint` gives them (lint.runner.lint_input)."""
     artifacts = artifacts or build(project)
-    return LintInput(replace(artifacts, **replaced), project.settings, project.catalog, grafana_schema)
+    return LintInput(replace(artifacts, **replaced), project.settings, project.catalog, grafana_schema,
+                     alarm_definitions=project.alarms)
 
 
 def agent_lint(project, rule: str, edit=None) -> list[str]:

@@ -51,20 +51,41 @@ def _bundled_warning(tmp_path, cli, settings: str, alarm: str) -> dict:
     code, stdout, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"),
                                "--output", "json")
     assert code == 0, stderr
+    (tmp_path / "answer.json").write_text(stdout)
     (warning,) = [n for n in json.loads(stdout)["warnings"] if alarm in n["message"]]
     return warning
 
 
-@pytest.mark.parametrize("period, periods, interval, missing", [
-    (60, 6, 60, "notBreaching"), (60, 3, 60, "breaching"), (300, 3, 300, "notBreaching")])
-def test_a_period_under_two_scrape_intervals_judged_filled_is_refused(period, periods, interval, missing, tmp_path,
+# the fix keeps the rule's window (period x evaluation periods) where a whole number of the longer periods spans it: a
+# longer period alone would lengthen it (60 s x 6 at 120 s periods: 12 minutes, not 6)
+@pytest.mark.parametrize("period, periods, interval, missing, fix", [
+    (60, 6, 60, "notBreaching", "period_seconds=120 and evaluation_periods=3, which keep its window of 360 s"),
+    (60, 3, 60, "breaching", "period_seconds=120 (no whole number of 120 s periods spans its window of 180 s: give it "
+                             "evaluation_periods=1 (120 s) or evaluation_periods=2 (240 s), and say that span in its "
+                             "description)"),
+    (300, 3, 300, "notBreaching", "period_seconds=600 (no whole number of 600 s periods spans its window of 900 s: "
+                                  "give it evaluation_periods=1 (600 s) or evaluation_periods=2 (1200 s), and say that "
+                                  "span in its description)")])
+def test_a_period_under_two_scrape_intervals_judged_filled_is_refused(period, periods, interval, missing, fix, tmp_path,
                                                                        cli):
     message, stderr = refusal(cli, _project(tmp_path, period, periods, interval, missing), tmp_path)
     assert message.startswith("error: alarms/mine.py:")
     assert (f"alarm 'idle': its period of {period} s is under 2 scrape intervals (scrape.interval {interval} s), and "
             f"it is judged over {periods} periods with missing data "
             f"{'not breaching' if missing == 'notBreaching' else 'breaching'}") in message
-    assert f"fix: give the alarm period_seconds={max(60, 2 * interval)} or more" in stderr
+    assert f"  fix: give the alarm {fix}, or scrape more often, or missing_data='missing'" in stderr.splitlines()
+
+
+def test_the_fix_of_a_refused_filled_period_followed_keeps_the_window_and_builds(tmp_path, cli):
+    """60 s x 6 at 60 s scrapes, refused: the fix's 120 s x 3 spans the same 6 minutes and is built, its CloudWatch
+    alarm of 3 periods of 120 s."""
+    settings = _project(tmp_path, 120, 3, 60)
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0 and "alarm 'idle'" not in stderr, stderr
+    (request,) = [a["Request"] for a in json.loads((tmp_path / "build" / "cloudwatch" / "alarms.json").read_text())[
+        "alarms"] if a["Request"]["AlarmName"].endswith("-idle-warning")]
+    periods = {m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request["Metrics"]} - {None}
+    assert (periods, request["EvaluationPeriods"]) == ({120}, 3)
 
 
 @pytest.mark.parametrize("period, periods, missing", [(60, 1, "notBreaching"), (60, 6, "missing")])
@@ -101,13 +122,15 @@ def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path
 
 
 # the least period holds three scrapes as well: at two a period its agent alarm counts under 1 reading, which no period
-# with data does (lint AL028), so 120 s at 60 s scrapes, which the window alone would take, built an alarm never firing
+# with data does (lint AL028), so 120 s at 60 s scrapes, which the window alone would take, built an alarm never firing.
+# One such period is longer than the window: none keeps it, and the fix names the nearest, one period.
 @pytest.mark.parametrize("period, periods, interval, least", [(60, 2, 60, 180), (300, 2, 300, 900)])
 def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, periods, interval, least, tmp_path, cli):
     """The data-missing rule's per-node count over a window of two scrape intervals fires on both of them bringing no
     GPU data, and a window ending at the edge of a node's scrapes holds one: with scrapes within 0.3 s of the minute a
     rule of 60 s periods x 2 at 60 s scrapes missed an exporter hung for 40 minutes at 10 of the 39 minutes it fires
-    with scrapes mid-minute; at 120 s periods x 2 (four scrape intervals) at 38 (its first minute one scrape late)."""
+    with scrapes mid-minute; at 120 s periods x 2 (four scrape intervals) at 38 (its first minute one scrape late).
+    Said once: the period's agent alarm never firing is part of the same message."""
     definitions = (f"from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
                    f"    return [Alarm('gone', 'GPU data gone', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count'), '<', 1),"
                    f"\n                  severity='critical', absent=True, missing_data='breaching', "
@@ -116,20 +139,38 @@ def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, p
     assert message.startswith("error: alarms/mine.py:")
     assert (f"alarm 'gone': its window of {period * periods} s ({periods} periods of {period} s) is under 3 scrape "
             f"intervals (scrape.interval {interval} s)") in message
-    assert f"fix: give the alarm period_seconds={least} or more" in stderr
-    (tmp_path / "alarms" / "mine.py").write_text(definitions.replace(f"period_seconds={period}",
-                                                                      f"period_seconds={least}"))
+    assert "so it can never fire" in message
+    assert (f"  fix: give the alarm period_seconds={least} (one period of {least} s is longer than its window of "
+            f"{period * periods} s: give it evaluation_periods=1 ({least} s), and say that span in its description), "
+            f"or scrape more often") in stderr.splitlines()
+    (tmp_path / "alarms" / "mine.py").write_text(definitions.replace(
+        f"period_seconds={period}, evaluation_periods={periods}", f"period_seconds={least}, evaluation_periods=1"))
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"))
-    assert code == 0 and "can never be in ALARM" not in stderr, stderr
+    assert code == 0 and "can never be in ALARM" not in stderr and "alarm 'gone': its" not in stderr, stderr
 
 
 def test_the_bundled_data_missing_alarm_at_five_minute_scrapes_is_told_a_period_its_agent_alarm_fires_at(tmp_path, cli):
     """At scrape.interval 5m the bundled data-missing rule's window (2 x 300 s) is too short: the fix names an interval
     and a period at which its agent alarm, counting under half of a period's scrapes, can fire (100 s, 900 s), not
-    150 s or 600 s, where it counts under 1 reading (lint AL028)."""
+    150 s or 600 s, where it counts under 1 reading. One period of 900 s is longer than the 600 s window: the fix says
+    so and names one period (900 s), not the two that made 1800 s. The agent alarm never firing and the cluster alarm
+    firing where no exporter stopped are said in the same warning, once (AL029; not again under AL028)."""
     warning = _bundled_warning(tmp_path, cli, "scrape:\n  interval: 5m\n", "'gpu-data-missing'")
-    assert warning["fix"].startswith("give scrape.interval 100s or less, or copy the bundled alarms")
-    assert warning["fix"].endswith("give it period_seconds=900")
+    assert warning["rule"] == "AL029"
+    assert warning["fix"] == ("give scrape.interval 100s or less, or copy the bundled alarms into a folder of your own, "
+                              "named in definitions.alarms, and give it period_seconds=900 (one period of 900 s is "
+                              "longer than its window of 600 s: give it evaluation_periods=1, datapoints_to_alarm=1 "
+                              "(900 s), and say that span in its description)")
+    assert warning["message"].endswith(
+        "so a hung exporter is missed at such evaluations; its period of 300 s is under 3 scrape intervals "
+        "(scrape.interval 300 s): its alarm on the agent's reads of kube-state-metrics fires on a period holding under "
+        "0.5 readings of its 1 scrape, which no period with a reading does (one without has no datapoint, not "
+        "breaching), so it can never fire; and its period holds no scrape whenever the exporters' scrapes land at its "
+        "edge a little early then a little late, which its cluster alarm reads as no GPU reporting, so next to a "
+        "period whose scrapes all failed (every exporter failing every other scrape) it fires though no exporter "
+        "stopped")
+    answer = json.loads(_generated(tmp_path))
+    assert [n for n in answer["warnings"] if n["rule"] == "AL028"] == []
 
 
 def test_the_bundled_idle_alarm_whose_window_600_s_periods_do_not_divide_is_told_its_span(tmp_path, cli):
@@ -159,20 +200,39 @@ def test_a_data_missing_period_of_two_scrapes_whose_window_holds_enough_is_refus
                        f"(scrape.interval 60 s): {alarms} on a period holding under 1 readings of its 2 scrapes, which "
                        f"no period with a reading does (one without has no datapoint, not breaching), so "
                        f"{'it' if pipeline == 'otel' else 'they'} can never fire")
-    assert "  fix: give the alarm period_seconds=180 or more, or scrape more often" in stderr.splitlines()
-    (tmp_path / "alarms" / "mine.py").write_text(definitions.replace("period_seconds=120", "period_seconds=180"))
+    # 180 s x 2 keeps its window of 360 s (a longer period alone made it 540 s), on classic too (two periods)
+    assert ("  fix: give the alarm period_seconds=180 and evaluation_periods=2, which keep its window of 360 s, or "
+            "scrape more often") in stderr.splitlines()
+    (tmp_path / "alarms" / "mine.py").write_text(definitions.replace("period_seconds=120, evaluation_periods=3",
+                                                                      "period_seconds=180, evaluation_periods=2"))
     code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "out"))
-    assert code == 0 and "can never be in ALARM" not in stderr, stderr
+    assert code == 0 and "can never be in ALARM" not in stderr and "alarm 'gone': its" not in stderr, stderr
 
 
-def test_the_bundled_data_missing_alarm_at_two_scrapes_a_period_is_kept_and_said(tmp_path, cli):
+@pytest.mark.parametrize("pipeline, keep", [
+    # one period of 600 s keeps the 600 s window: followed at 150 s scrapes it fires at the minutes the bundled 2 x 300 s
+    # fires (test_the_bundled_data_missing_fix_followed_at_150s_fires_as_the_rule_does)
+    ("otel", "period_seconds=600 and evaluation_periods=1, datapoints_to_alarm=1, which keep its window of 600 s"),
+    # on classic its per-GPU alarm over one period fires for a node added or removed: two periods, the nearest window
+    ("classic", "period_seconds=600 (2 periods of 600 s are longer than its window of 600 s, its alarm per GPU "
+                "(agent.pipeline: classic) firing over one period for a GPU node added or removed: give it "
+                "evaluation_periods=2 (1200 s), and say that span in its description)")])
+def test_the_bundled_data_missing_alarm_at_two_scrapes_a_period_is_kept_and_said(pipeline, keep, tmp_path, cli):
     """At scrape.interval 150s the bundled rule's window (2 x 300 s) holds 4 scrapes, its period 2: built (its period is
-    not the user's to write), and generate warns with an interval and a period at which its agent alarm fires."""
-    warning = _bundled_warning(tmp_path, cli, "scrape:\n  interval: 150s\n", "'gpu-data-missing'")
+    not the user's to write), and generate warns with an interval and a period at which its agent alarm fires, and
+    the evaluation periods that keep its window where any do; once (AL029, not again as AL028)."""
+    warning = _bundled_warning(tmp_path, cli, f"scrape:\n  interval: 150s\nagent:\n  pipeline: {pipeline}\n",
+                               "'gpu-data-missing'")
     assert ("alarm 'gpu-data-missing' (bundled): its period of 300 s is under 3 scrape intervals (scrape.interval "
             "150 s)") in warning["message"] and warning["rule"] == "AL029"
     assert warning["fix"] == ("give scrape.interval 100s or less, or copy the bundled alarms into a folder of your own, "
-                              "named in definitions.alarms, and give it period_seconds=600")
+                              f"named in definitions.alarms, and give it {keep}")
+    assert [n for n in json.loads(_generated(tmp_path))["warnings"] if n["rule"] == "AL028"] == []
+
+
+def _generated(tmp_path) -> str:
+    """The JSON answer _bundled_warning's generate gave (kept beside its build)."""
+    return (tmp_path / "answer.json").read_text()
 
 
 @pytest.mark.parametrize("interval", ["5m", "150s"])

@@ -5,7 +5,8 @@ and only `breaching` breaches), and one with a reading counts 1 or more: `COUNT(
 never breaches. The bundled data-missing alarms count "fewer than half" the scrapes of a period: at scrape.interval
 150 s a period holds two, under half is none, so the agent's alarm (its reads of kube-state-metrics) and, on
 agent.pipeline: classic, the per-GPU alarm can never fire, though their descriptions promise a crash loop is seen.
-Each is a warning naming the alarm; at the default 30 s none (under 5 of 10 is 1 to 4 readings).
+That is said once, with the rule's period that makes it so and what to do (AL029), not again per alarm here; an alarm
+of a build edited so is named; at the default 30 s none (under 5 of 10 is 1 to 4 readings).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import pytest
 
 from generator.artifacts import build
 from generator.lint import run
+from generator.lint import alarm_periods
 from generator.lint.cloudwatch_rules import RULES
+from generator.render.alarms import never_firing
 from tests.support.lint_input import lint_input
 from tests.support.projects import defined_project
 
@@ -34,11 +37,14 @@ def _findings(project):
     ("", set()),
     ("scrape:\n  interval: 100s\nagent:\n  pipeline: classic\n", set()),  # 3 a period: under 1.5 is 1 reading
 ])
-def test_the_bundled_data_missing_alarms_that_can_never_fire_are_named(tmp_path, settings, never):
-    findings = _findings(defined_project(tmp_path, CLUSTER + settings))
-    assert {f.where.split()[-1] for f in findings} == never
-    assert all(f.severity == "warning" and "can never be in ALARM" in f.message
-               and "a period without a reading has no datapoint" in f.message for f in findings)
+def test_the_bundled_data_missing_alarms_that_can_never_fire_are_said_once(tmp_path, settings, never):
+    """Said by AL029, the rule's period (one warning, naming that they never fire); AL028 names none of them."""
+    project = defined_project(tmp_path, CLUSTER + settings)
+    assert {a.request["AlarmName"] for a in build(project).alarms if never_firing(a.request)} == never
+    assert _findings(project) == []
+    short = run(alarm_periods.RULES, lint_input(project))
+    assert [(f.where, "can never fire" in f.message) for f in short] == (
+        [("alarms/gpu_alarms.py:97", True)] if never else [])
 
 
 ALARM = """\
@@ -68,13 +74,19 @@ def test_a_users_count_below_one_is_named(tmp_path, comparison, threshold, extra
 
 
 def test_generate_says_so_too(cli, tmp_path):
-    """generate names such alarms as it names alarms that notify no one, before anything is published."""
+    """generate names such alarms as it names alarms that notify no one, before anything is published; the bundled
+    data-missing rule's at 150 s once, with its period (AL029)."""
     settings = tmp_path / "gpudash.yaml"
     settings.write_text(CLUSTER + "scrape:\n  interval: 150s\n")
     code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
     assert code == 0
-    assert ("warning: 1 CloudWatch alarm(s) can never be in ALARM (first: gpudash-c1-gpu-data-missing-agent-critical)"
-            in stderr)
+    assert "can never be in ALARM" not in stderr and "so it can never fire (lint AL029)" in stderr, stderr
+    (tmp_path / "own").mkdir()
+    defined_project(tmp_path / "own", CLUSTER, alarms=ALARM.format(comparison="<=", threshold=0, extra=""))
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "own" / "gpudash.yaml"), "--out",
+                          str(tmp_path / "build"))
+    assert code == 0
+    assert "warning: 1 CloudWatch alarm(s) can never be in ALARM (first: gpudash-c1-a-warning)" in stderr, stderr
     settings.write_text(CLUSTER)
     code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
     assert code == 0 and "can never be in ALARM" not in stderr
@@ -110,4 +122,5 @@ def test_the_fix_reads_the_alarms_own_period(cli, tmp_path):
     assert code == 0 and "can never be in ALARM" not in stderr, stderr
     (tmp_path / "alarms" / "alarms.py").write_text(GONE)  # a user's rule of 120 s periods: refused, with the same period
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
-    assert code == 2 and "fix: give the alarm period_seconds=180 or more" in stderr, stderr
+    assert code == 2 and ("fix: give the alarm period_seconds=180 and evaluation_periods=2, which keep its window of "
+                          "360 s") in stderr, stderr
