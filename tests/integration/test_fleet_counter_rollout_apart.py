@@ -12,43 +12,14 @@ from __future__ import annotations
 import pytest
 
 from generator.render.alarms import period_value
+from tests.support.counter_rollout import ROLLOUT, SPAN, STEP, counters_scraped
 from tests.support.projects import defined_project
-from tests.support.prometheus_server import STALE, written_fixture
-
-SPAN, STEP, ROLLOUT, NEW_PHASE = 3600, 30, 1800, 11
-WATTS = {"A": 300, "B": 500, "C": 700, "D": 200, "E": 400, "F": 600, "G": 100, "H": 800, "I": 900}
-EXPORTER_POD = "nvidia-dcgm-exporter-x7k2p"
-# (node label, host label and value, address, phase, GPUs at 0, 1, 2, first scrape, last scrape)
-EXPORTERS = (({"node": "n1"}, ("Hostname", "n1"), "10.0.1.5", 0, "ABC", 0, ROLLOUT + 7 * STEP),
-             ({"node": "n1"}, ("Hostname", "n1"), "10.0.1.6", NEW_PHASE, "CAB", ROLLOUT, SPAN),
-             ({}, ("Hostname", EXPORTER_POD), "10.0.2.5", 0, "DEF", 0, ROLLOUT + 3 * STEP),
-             ({}, ("hostname", "n2"), "10.0.2.6", NEW_PHASE, "FDE", ROLLOUT, SPAN),
-             ({"node": "n3"}, ("Hostname", "n3"), "10.0.3.5", 0, "GHI", 0, ROLLOUT + 3 * STEP),
-             ({"node": "n3"}, ("Hostname", "n3"), "10.0.3.6", NEW_PHASE, "IGH", ROLLOUT, SPAN))
-
-
-def _uuid(name: str) -> str:
-    """The UUID of the GPU `name` as NVIDIA writes it (nvidia-smi -L)."""
-    return f"GPU-{ord(name):08x}-5d3e-0a2f-91c4-7e20b6{ord(name):06x}"
+from tests.support.prometheus_server import written_fixture
 
 
 def _scraped(start: int) -> dict[tuple, list[tuple[float, str]]]:
     """Each exporter's energy series from its first scrape to its last, then a staleness marker for each."""
-    series: dict[tuple, list[tuple[float, str]]] = {}
-    for node, host, address, phase, order, first, last in EXPORTERS:
-        before: set[tuple] = set()
-        for t in range(0, SPAN + 1, STEP):
-            at, now = start + t + phase, set()
-            for index, name in enumerate(order if first <= t <= last else ()):
-                labels = tuple(sorted({"__name__": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "device": f"nvidia{index}",
-                                       "modelName": "NVIDIA L4", "instance": f"{address}:9400", "job": "gpu-metrics",
-                                       "gpu": str(index), "UUID": _uuid(name), host[0]: host[1], **node}.items()))
-                series.setdefault(labels, []).append((at, str(WATTS[name] * 1000 * (at - start + 100_000))))
-                now.add(labels)
-            for labels in before - now:
-                series[labels].append((at, STALE))
-            before = now
-    return series
+    return counters_scraped(start, {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 1000})
 
 
 rolled = written_fixture("fleet-counter-rollout-apart", _scraped, SPAN, STEP)

@@ -1,0 +1,47 @@
+"""test_exporter_overlap_long_and_unnamed.py's rollouts of a counter, as a scraping Prometheus stores them: three nodes
+of 3 GPUs, each old exporter scraped at 0 s of each interval, each new one from ROLLOUT, 11 s into each interval,
+numbering the GPUs apart (C, A, B for A, B, C at indexes 0, 1, 2). n1 and n3 with a `node` label (n1's exporters
+overlapping 8 intervals, n3's 4), n2 through a scrape path without one, its old exporter writing its own pod's name
+into `Hostname`, its new one the node into `hostname` (4 intervals). Both exporters read one device counter per GPU."""
+
+from __future__ import annotations
+
+from tests.support.prometheus_server import STALE
+
+SPAN, STEP, ROLLOUT, NEW_PHASE = 3600, 30, 1800, 11
+WATTS = {"A": 300, "B": 500, "C": 700, "D": 200, "E": 400, "F": 600, "G": 100, "H": 800, "I": 900}
+EXPORTER_POD = "nvidia-dcgm-exporter-x7k2p"
+# (node label, host label and value, address, phase, GPUs at 0, 1, 2, first scrape, last scrape)
+EXPORTERS = (({"node": "n1"}, ("Hostname", "n1"), "10.0.1.5", 0, "ABC", 0, ROLLOUT + 7 * STEP),
+             ({"node": "n1"}, ("Hostname", "n1"), "10.0.1.6", NEW_PHASE, "CAB", ROLLOUT, SPAN),
+             ({}, ("Hostname", EXPORTER_POD), "10.0.2.5", 0, "DEF", 0, ROLLOUT + 3 * STEP),
+             ({}, ("hostname", "n2"), "10.0.2.6", NEW_PHASE, "FDE", ROLLOUT, SPAN),
+             ({"node": "n3"}, ("Hostname", "n3"), "10.0.3.5", 0, "GHI", 0, ROLLOUT + 3 * STEP),
+             ({"node": "n3"}, ("Hostname", "n3"), "10.0.3.6", NEW_PHASE, "IGH", ROLLOUT, SPAN))
+
+
+def _uuid(name: str) -> str:
+    """The UUID of the GPU `name` as NVIDIA writes it (nvidia-smi -L)."""
+    return f"GPU-{ord(name):08x}-5d3e-0a2f-91c4-7e20b6{ord(name):06x}"
+
+
+def counters_scraped(start: int, counters: dict[str, float]) -> dict[tuple, list[tuple[float, str]]]:
+    """Each exporter's series of `counters` ({metric: growth a second per watt of the GPU}) from its first scrape to
+    its last, then a staleness marker for each: each GPU's counter reads its growth times (seconds from `start` +
+    100,000), whichever exporter reads it."""
+    series: dict[tuple, list[tuple[float, str]]] = {}
+    for node, host, address, phase, order, first, last in EXPORTERS:
+        before: set[tuple] = set()
+        for t in range(0, SPAN + 1, STEP):
+            at, now = start + t + phase, set()
+            for index, name in enumerate(order if first <= t <= last else ()):
+                for metric, per_watt in counters.items():
+                    labels = tuple(sorted({"__name__": metric, "device": f"nvidia{index}", "modelName": "NVIDIA L4",
+                                           "instance": f"{address}:9400", "job": "gpu-metrics", "gpu": str(index),
+                                           "UUID": _uuid(name), host[0]: host[1], **node}.items()))
+                    series.setdefault(labels, []).append((at, str(WATTS[name] * per_watt * (at - start + 100_000))))
+                    now.add(labels)
+            for labels in before - now:
+                series[labels].append((at, STALE))
+            before = now
+    return series
