@@ -359,6 +359,11 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
     return " ".join(printed.argument(word) for word in words)
 
 
+def _counted(count: int, kind: str) -> str:
+    """`count` findings of `kind`: "1 warning", "2 warnings", "0 errors"."""
+    return f"{count} {kind}" + ("" if count == 1 else "s")
+
+
 def _schema_problem(path: Path, given: str) -> str | None:
     """What keeps `path` (a schema file lint is given, `given` as passed) from being read as one: it does not exist, or
     is there as something else than a file (said as what it is); None for a file. One it cannot look at (a folder on
@@ -449,8 +454,8 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
             # (a finding quotes definitions, settings and the build's files: escaped in text, raw in JSON)
             click.echo(f"{style(finding.rule, fg=colour)} {finding.severity}: {printed.text(finding.where)}: "
                        f"{printed.text(finding.message)}")
-        click.echo(f"{len(errors)} errors, {warnings} warnings"
-                   + (f", {len(notes)} notes" if notes else ""))
+        click.echo(f"{_counted(len(errors), 'error')}, {_counted(warnings, 'warning')}"
+                   + (f", {_counted(len(notes), 'note')}" if notes else ""))
     sys.exit(EXIT_FINDINGS if errors else 0)
 
 

@@ -35,7 +35,7 @@ def _files(cli, tmp_path: Path, interval: str) -> dict[str, str]:
     # in a GPU's data does to the two counter alarms (AL018); and at 150 s the bundled data-missing rule's period of 2
     # scrapes, at which its agent alarm, counting "under half of a period's 2 scrapes", a count below 1, can never fire
     # (AL029, as generate says; said once, not again as that alarm's AL028)
-    assert code == 0 and stdout.endswith("0 errors, 1 warnings, 11 notes\n"), stdout + stderr
+    assert code == 0 and stdout.endswith("0 errors, 1 warning, 11 notes\n"), stdout + stderr
     (short,) = [line for line in stdout.splitlines() if " warning: " in line]
     assert short.startswith("AL029 warning: alarms/gpu_alarms.py:97: alarm 'gpu-data-missing' (bundled): its period "
                             "of 300 s is under 3 scrape intervals (scrape.interval 150 s)"), short
