@@ -1054,6 +1054,11 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
 # exporter pod's, a target's address), then its spelling's place, PLACE_STEP a place: below a step's presence (0.25,
 # _present) with every place and the name order (_name_order) added, above the name order alone.
 PLACE_STEP = 0.04
+# Within a place, the kind again, KIND_STEP a kind, in the fraction alone (kinds 2 to 4 add 0.01 to 0.03, the name
+# order less than 2^-7: together below a place): a GPU's copies at two indexes ranked by the fraction alone
+# (_one_index_per_uuid: a step's presence first) are then told apart by their kind before the name order (the old
+# exporter's pod's name and the node, both written into Hostname by two exporters scraped at once)
+KIND_STEP = 0.01
 
 
 def _range_weight(place_rank: int, labels: Labels, listing: bool = False) -> float:
@@ -1068,7 +1073,7 @@ def _range_weight(place_rank: int, labels: Labels, listing: bool = False) -> flo
     place, rank = divmod(place_rank, PLACE_RANK)
     sources = labels.node_sources
     kind = 1 if sources[place] == TARGET_ADDRESS else 4 - rank
-    return kind if listing else kind + (len(sources) - 1 - place) * PLACE_STEP
+    return kind if listing else kind + (kind - 1) * KIND_STEP + (len(sources) - 1 - place) * PLACE_STEP
 
 
 def _present(every: str, seconds: int, cluster: str, kept: str = "") -> str:
@@ -1147,8 +1152,8 @@ NAME_ORDER_ALPHABET = "bcdfghjklmnpqrstvwxz2456789aeiou"
 # multi-region example's all-metrics dashboard is 5 % under what client-side kubectl apply accepts, GF011)
 NAME_ORDER_CHARACTERS = 1
 NAME_ORDER_BITS = 5  # each character's code, 0 to 31 (NAME_ORDER_ALPHABET's place)
-# all codes add less than 2^-5: below the 0.5 of freshness, the 1 between ranks (gpu_names) and a spelling's place
-# over the range (PLACE_STEP)
+# all codes add less than 2^-7: below the 0.5 of freshness, the 1 between ranks (gpu_names), a spelling's place over
+# the range (PLACE_STEP) and a kind within it (KIND_STEP)
 
 
 def _name_order(named: str, label: str) -> str:
@@ -1161,7 +1166,7 @@ def _name_order(named: str, label: str) -> str:
         position, bit = divmod(k, NAME_ORDER_BITS)
         members = "".join(c for place, c in enumerate(NAME_ORDER_ALPHABET) if place >> bit & 1)
         mark = f"gpudash_o{k}"
-        weight = f"2^{k - bits - 5}"  # each above all below it together, all together below 2^-5
+        weight = f"2^{k - bits - 7}"  # each above all below it together, all together below 2^-7
         named = (f'label_replace({named}, "{mark}", "1", "{label}", ".*[{members}]{"." * position}") + on ({mark}) '
                  f'group_left () (label_replace(vector({weight}), "{mark}", "1", "", "") or vector(0))')
     return named
@@ -3730,8 +3735,9 @@ def _one_index_per_uuid(named: str, labels: Labels) -> str:
     (within the last interval, then within the look-back alone: _present), then the spelling's place, the name order,
     the target that began last. By the whole rank, a name the range alone gives (the node's, which the new exporter
     writes at the other index from its first scrape) outranked the GPU's own copies before the rollout and its line
-    was left out. Two exporters writing one spelling (both Hostname) are told apart by the name order: through the
-    overlap a GPU may be drawn under the old exporter's pod's name, with its readings, once. A GPU without a UUID
+    was left out. Two exporters writing one spelling (both Hostname), both scraped, are told apart by the kind the
+    fraction holds again (KIND_STEP): the node's name before the old exporter's pod's (by the name order alone, the
+    pod's won for names such as node-b, and n2's GPUs were drawn under the pod through the overlap). A GPU without a UUID
     (GPU_LABEL its node) keeps every index (ONE_LABEL its index). ~150 bytes a naming (all-metrics: 21)."""
     one = quoted(ONE_LABEL)
     indexed = f'label_replace(label_join({named}, {one}, "", "gpu"), {one}, "", {quoted(GPU_LABEL)}, "{UUID_FORM}")'
