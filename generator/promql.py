@@ -2644,18 +2644,21 @@ class _Merge:
         named = coalesced_gpu(series, self.labels) if copy else identified(series, self.labels)
         return f"max by ({self._physical(own, copy)}) ({named})"
 
-    def _physical(self, own: tuple[str, ...], copy: bool = False) -> str:
+    def _physical(self, own: tuple[str, ...], copy: bool = False, one: bool = False) -> str:
         """The labels of one physical GPU (instance, and outer group), with `copy` the node its copy names."""
         labels = self.labels
         spellings = {*labels.node_sources, labels.node}
         kept = (name for name in (*self.kept, *own) if name not in spellings)
-        return _listed((labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *kept, *((labels.node,) if copy else ())))
+        kept = (name for name in kept if not one or name != "gpu")  # `one`: the index is ONE_LABEL's (_uuid_one)
+        return _listed((labels.cluster, GPU_LABEL, ONE_LABEL if one else "gpu", *INSTANCE_IDENTITY, *kept,
+                        *((labels.node,) if copy else ())))
 
-    def fastest(self, rates: str, own: tuple[str, ...] = ()) -> str:
+    def fastest(self, rates: str, own: tuple[str, ...] = (), one: bool = False) -> str:
         """The rates of a GPU's copies (`physical` with `copy`) made one: the highest, that of the copy read over the
         most of the window (copies read throughout read alike; a copy that began or ended inside it reads a part of the
-        GPU's growth: an upgrade renaming the node without overlap reads low while the window holds the switch)."""
-        return f"max by ({self._physical(own)}) ({rates})"
+        GPU's growth: an upgrade renaming the node without overlap reads low while the window holds the switch); `one`:
+        by ONE_LABEL for the index (_uuid_one: a UUID's copies at two indexes one)."""
+        return f"max by ({self._physical(own, one=one)}) ({rates})"
 
     def named(self, series: str, metric: str, span: str, resolution: str) -> str:
         """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
@@ -3043,9 +3046,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             return read[0] if len(read) == 1 else "(" + f" {'or' if unfiltered else '+'}{apart} ".join(read) + ")"
         if counter and recorded_rate(metric, catalog, as_increase, over_time, extra, also):
             # a panel's rate per GPU from its recording (counted_rule), named by one node in the scope
-            series = merge.fastest(counted_rate(metric, catalog, merge, window, resolution), own_labels)
+            rate = counted_rate(metric, catalog, merge, window, resolution)
+            if merge.whole:  # one rate per UUID of NVIDIA's form (its copies' indexes one), drawn at one index
+                series = merge.fastest(_uuid_one(rate), own_labels, one=True)
+            else:
+                series = merge.fastest(rate, own_labels)
             series = merge.gpus(named_gpus(series, (metric,), list(merge.naming), window, resolution, merge.labels,
-                                           merge.node, merge.whole), own_labels)
+                                           merge.node, merge.whole, by_uuid=merge.whole), own_labels)
         elif counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
             if periods is None:
                 series = fields([], copies)
@@ -3631,7 +3638,7 @@ def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
 
 def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
                resolution: str, labels: Labels, node: str | None = None, whole: bool = False,
-               only: tuple[str, ...] = ()) -> str:
+               only: tuple[str, ...] = (), by_uuid: bool = False) -> str:
     """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
     from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
     of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
@@ -3647,7 +3654,17 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     across a rollout dropping or adding the UUID label: the old exporter's copies, within the look-back, were a second
     GPU ('GPUs reporting' 4 for 2, a GPU's line the mean of old and new readings). Not an alert's: its statistics span
     periods, which the old name's readings fill while the new name's are too few (a hot GPU's alert went quiet from
-    the rollout for some 6 minutes); its labels (node, index) hold the two names as one alert."""
+    the rollout for some 6 minutes); its labels (node, index) hold the two names as one alert. `by_uuid` (a panel's
+    counter: `series` one per UUID of NVIDIA's form, ONE_LABEL, _uuid_one): drawn at the one index of the UUID its
+    naming keeps (_one_index_per_uuid), its `gpu` the naming's. Keyed by UUID and index, two exporters numbering a
+    node's GPUs apart were two GPUs at one index, summed by _Merge.gpus ('n1 GPU 0' 1,000 W of energy for 700, the
+    300 and 700 W GPUs each exporter had there; with no `node` label n2's GPUs drawn twice,
+    tests/integration/test_exporter_overlap_counter_lines.py); the naming keeps the new exporter's index from its
+    first scrape, before its copy has a rate, and the UUID's rate is the old copy's then."""
+    if by_uuid:  # `series` one per UUID (ONE_LABEL, _uuid_one), drawn at the index its naming keeps
+        either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only, one_index=True)
+        on = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
+        return f"({series} + on ({on}) group_left ({labels.node}, gpu) (0 * {either}))"
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
@@ -3656,7 +3673,7 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
 # A GPU's UUID as NVIDIA writes it (nvidia-smi -L, the exporter's UUID label: `GPU-` and 32 hexadecimal digits in
 # groups of 8, 4, 4, 4 and 12), in any case (a pipeline lowercasing label values writes `gpu-...`): no node's name
 UUID_FORM = "(?i)GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
-ONE_LABEL = "gpudash_one"  # one_per_uuid, _one_index_per_uuid: a GPU among its UUID's (its index, none for a UUID)
+ONE_LABEL = "gpudash_u"  # one_per_uuid, _one_index_per_uuid: a GPU among its UUID's (its index, none for a UUID)
 
 
 def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers: list[str], lookback: str) -> str:
@@ -3689,7 +3706,8 @@ def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers:
 
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
-               node: str | None = None, whole: bool = False, only: tuple[str, ...] = ()) -> str:
+               node: str | None = None, whole: bool = False, only: tuple[str, ...] = (),
+               one_index: bool = False) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
     the Node variable's values.
@@ -3720,9 +3738,15 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     if span is None:
         candidates = f"topk by ({_listed((labels.cluster, labels.node, 'gpu'))}) (1, {candidates})"
     named = _first_name(candidates, labels, stepped)
-    if span is None:
+    if span is None or one_index:
         named = _one_index_per_uuid(named, labels)
     return _picked(named, node, labels) if stepped and node is not None else named
+
+
+def _uuid_one(series: str) -> str:
+    """`series` with ONE_LABEL its index (`gpu`), none where GPU_LABEL is a UUID of NVIDIA's form (UUID_FORM)."""
+    one = quoted(ONE_LABEL)
+    return f'label_replace(label_join({series}, {one}, "", "gpu"), {one}, "", {quoted(GPU_LABEL)}, "{UUID_FORM}")'
 
 
 def _one_index_per_uuid(named: str, labels: Labels) -> str:
@@ -3739,9 +3763,7 @@ def _one_index_per_uuid(named: str, labels: Labels) -> str:
     fraction holds again (KIND_STEP): the node's name before the old exporter's pod's (by the name order alone, the
     pod's won for names such as node-b, and n2's GPUs were drawn under the pod through the overlap). A GPU without a UUID
     (GPU_LABEL its node) keeps every index (ONE_LABEL its index). ~150 bytes a naming (all-metrics: 21)."""
-    one = quoted(ONE_LABEL)
-    indexed = f'label_replace(label_join({named}, {one}, "", "gpu"), {one}, "", {quoted(GPU_LABEL)}, "{UUID_FORM}")'
-    return f"topk without (gpu, {labels.node}) (1, {indexed} % 1)"  # by cluster, GPU_LABEL and ONE_LABEL
+    return f"topk without (gpu, {labels.node}) (1, {_uuid_one(named)} % 1)"  # by cluster, GPU_LABEL and ONE_LABEL
 
 
 def listed_names(metrics: tuple[str, ...], matchers: list[str], resolution: str, labels: Labels,

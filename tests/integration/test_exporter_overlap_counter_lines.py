@@ -58,26 +58,33 @@ def test_after_the_overlaps_each_gpu_draws_one_line_under_the_new_numbering(roll
         pytest.approx(_truth(title, {"n1": "CAB", "n2": "FDE", "n3": "IGH"}))
 
 
-@pytest.mark.xfail(strict=True, reason="a per-GPU counter line is keyed by UUID and index, then summed per node and "
-                                       "index (promql._Merge.gpus): two exporters numbering a node's GPUs apart are "
-                                       "two GPUs at one slot, added up ('n1 GPU 0' 1,000 W of energy, A's 300 and "
-                                       "C's 700, for 700), and n2's old copies, under the old exporter's pod's name, "
-                                       "a second line of each GPU ('nvidia-dcgm-exporter-x7k2p GPU 0' 200 W beside "
-                                       "'n2 GPU 1' 200 W)")
-@pytest.mark.parametrize("after", [60, 100, 150, 200])
+@pytest.mark.parametrize("after", [15, 60, 100, 150, 200])
 @pytest.mark.parametrize("title", list(PANELS))
 def test_each_gpu_draws_one_line_of_its_own_rate_through_the_overlaps(rolled, title, after):
     """Through the overlaps each GPU draws one line, at the new exporter's index, under its node, its own rate: 'n1
     GPU 0' 700 W of energy (C), 'n1 GPU 1' 300 (A), 'n1 GPU 2' 500 (B), 'n2 GPU 0' 600 (F), 'n2 GPU 1' 200 (D), 'n2
     GPU 2' 400 (E), 'n3 GPU 0' 900 (I), 'n3 GPU 1' 100 (G), 'n3 GPU 2' 800 (H); PCIe replays 7, 3, 5, 6, 2, 4, 9, 1,
-    8 a second. Measured (energy and PCIe replays alike, at 15, 60, 100, 150, 200, 215, 240, 300, 330, 345 and
-    400 s): from the new exporters' first rate (by 60 s; at 15 s each GPU once at the old index) n1's and n3's lines
-    read the sum of the GPU each exporter has at the index, 'n1 GPU 0' 1,000 W (A 300 + C 700), 'n1 GPU 1' 800 (B +
-    A), 'n1 GPU 2' 1,200 (C + B) to 330 s, n3's 1,000, 900, 1,700 W to 200 s; n2's GPUs drawn twice,
-    'nvidia-dcgm-exporter-x7k2p GPU 0..2' (200, 400, 600 W) beside 'n2 GPU 0..2' to 200 s: 12 lines for 9 GPUs.
-    Right from 345 s."""
+    8 a second: a GPU's rate read per UUID of NVIDIA's form (both exporters read one device counter), drawn at the
+    one index its naming keeps (promql._one_index_per_uuid), from the new exporter's first scrape, before it has a
+    rate of its own. Before, keyed by UUID and index and summed per node and index (_Merge.gpus), n1's and n3's lines
+    read the sum of the GPU each exporter has at the index from the new exporters' first rate, 'n1 GPU 0' 1,000 W (A
+    300 + C 700), 'n1 GPU 1' 800, 'n1 GPU 2' 1,200 to 330 s, n3's 1,000, 900, 1,700 W to 200 s; and n2's GPUs were
+    drawn twice, 'nvidia-dcgm-exporter-x7k2p GPU 0..2' (200, 400, 600 W) beside 'n2 GPU 0..2' to 200 s: 12 lines for
+    9 GPUs."""
     prometheus, start = rolled
     assert _lines(prometheus, start, title, ROLLOUT + after) == \
+        pytest.approx(_truth(title, {"n1": "CAB", "n2": "FDE", "n3": "IGH"}))
+
+
+@pytest.mark.xfail(strict=True, reason="an overlap longer than the look-back caps both targets' sample counts alike "
+                                       "(promql._present): the copy scraped last keeps the UUID's index again")
+@pytest.mark.parametrize("title", list(PANELS))
+def test_an_index_keeps_the_new_exporters_gpu_through_an_overlap_longer_than_the_look_back(rolled, title):
+    """At 215 s (n1's exporters overlapping 8 intervals, the old one scraped at 210 s) n1's GPUs are drawn at the old
+    exporter's indexes, each once with its own rate: 'n1 GPU 0' 300 W (A), 'n1 GPU 1' 500 (B), 'n1 GPU 2' 700 (C), as
+    the gauges' lines (test_exporter_overlap_long_and_unnamed.py)."""
+    prometheus, start = rolled
+    assert _lines(prometheus, start, title, ROLLOUT + 215) == \
         pytest.approx(_truth(title, {"n1": "CAB", "n2": "FDE", "n3": "IGH"}))
 
 

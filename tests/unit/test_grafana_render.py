@@ -103,10 +103,10 @@ def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
     variables = {v["name"]: v for v in models["gpudash-overview"]["templating"]["list"]}
     assert variables["node"]["regex"] == '/instance="([^"]+)"/'
     # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified), keys
-    # its UUID under either label (promql.uuid_keyed) or copies a named GPU's index (promql._one_index_per_uuid)
+    # its UUID under either label (promql.uuid_keyed) or copies a named GPU's index (promql._uuid_one)
     text = json.dumps(models)
     assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid',';',") + \
-        text.count(",'gpudash_one','','gpu')")
+        text.count(",'gpudash_u','','gpu')")
     assert "{{instance}} GPU {{gpu}}" in text
 
 
@@ -196,8 +196,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                "{gpu=~\"$gpu\"}[$__rate_interval]) > 0) and on (")
     recording = packed(written)
     assert replay.startswith(packed("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by "
-                                    "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, "
-                                    "GPU_I_ID, GPU_I_PROFILE) " + written))
+                                    "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, "
+                                    "gpudash_u, GPU_I_ID, GPU_I_PROFILE) (label_replace(label_join" + written))
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window, less one whose
     # newest sample (by any copy of it: no scrape target's labels) names no pod (for a GPU without a UUID, none naming
     # one within an interval), with a pod or namespace picked (promql.idle_gpus: the picked pods' naming samples ordered against every sample
@@ -218,9 +218,10 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                   'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", '
                   f'namespace=~"$namespace", pod=~"$pod", {gated}, {picked_named}, UUID=""}}) >= time() - 30)'
                   ) in replay
-    # (one name per GPU: the candidates' rows carry the GPU, cluster, gpudash_gpu and gpu, and the name alone)
-    assert packed('+ on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk without (node) (1, ') \
-        in replay
+    # (one name per GPU: the candidates' rows carry the GPU, cluster, gpudash_gpu and gpu, and the name alone; one index
+    # kept of a UUID, the rate read per UUID, gpudash_u, drawn at that index)
+    assert packed('+ on (cluster, gpudash_gpu, gpudash_u) group_left (node, gpu) 0 * (label_replace(topk without '
+                  '(gpu, node) (1, label_replace(label_join(topk without (node) (1, ') in replay
     assert "rate(" not in replay and replay.count(recording) == 1
     # the rules file records both series of each counter a rate panel reads, at the scrape interval
     groups = [g for g in build(project).prometheus_rules["groups"] if g["name"].startswith("gpudash-counters")]
