@@ -2591,6 +2591,9 @@ class _Merge:
     whole: bool = False  # a panel's: its GPUs named by the dashboard's range (gpus_named's `whole`)
     picked: tuple[str, ...] = ()  # the pod and namespace variables' regexes where held_gpus keeps the GPUs (_left_idle)
     workload_regexes: tuple[str, ...] = ()  # the pod and namespace variables' regexes (a recorded rate's, counted_rate)
+    # a rule's gauge over the fleet (grouped by nothing or by cluster): each GPU (GPU_LABEL) of the rule's span and the
+    # node its newest copy names (newest_nodes); `_slotted`
+    newest_node: str | None = None
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
@@ -2765,8 +2768,27 @@ class _Merge:
         if blanks is not None:  # a copy lacking an instance: no reading of the GPU
             candidates = f"({candidates} unless on ({on}) {self._incomplete(own, *blanks)})"
         elif chosen is not None and not fresh:
-            return f"max by ({self._keep(own, apart)}) {candidates}"
-        return brief_aggregation("max", self._keep(own, apart), f"topk by ({identity}) (1, {candidates})")
+            return f"max by ({self._keep(own, apart)}) {self._slotted(candidates)}"
+        return brief_aggregation("max", self._keep(own, apart),
+                                 self._slotted(f"topk by ({identity}) (1, {candidates})"))
+
+    def _slotted(self, series: str) -> str:
+        """`series` (one per copy of a GPU at most: GPU_LABEL and the copy's node kept), with `newest_node` (a rule's
+        gauge over the fleet), each GPU under the node its newest copy within the rule's span names, whichever copy a
+        reading is of, so that the slot's max (`_keep`: node and index) meets a GPU's copies at one node in every step
+        of a period. An old exporter writing its own pod's name as Hostname and a new one writing the node and
+        numbering the GPUs apart shared no slot: a fleet rule counted each GPU twice ('more than 9 GPUs' read 12, the
+        fleet's power 5,750 W for 4,500 over 1-minute periods from 15 to 150 s after the rollout, over 5-minute ones to
+        330 s: tests/integration/test_exporter_overlap_long_and_unnamed.py). Under one node they are a rollout of copies
+        numbered apart, as where the exporters name the node alike. A GPU is still its node and index (its UUID only
+        names the node; a GPU without one, its GPU_LABEL its node, keeps it): one whose new exporter writes no UUID, or
+        two swapped at one index, stay one GPU (tests/integration/test_fleet_rule_uuid_dropped.py). Every GPU the
+        series holds has an entry (newest_nodes reads the span the series' readings are in): one join, no series
+        repeated (keeping the GPUs without an entry by `or` read the per-GPU part twice, some 2.7 times the bytes)."""
+        if self.newest_node is None or self.per_uuid or not self.combines():
+            return series
+        gpu = _listed((self.labels.cluster, GPU_LABEL))
+        return f"({series} + on ({gpu}) group_left ({self.labels.node}) {self.newest_node})"
 
     def _highest_of_all(self, how: str, fields: tuple[str, ...], own: tuple[str, ...], chosen: str | None,
                         fresh: tuple[str, ...], blanks: object, identity: str) -> bool:
@@ -3453,8 +3475,18 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         # copies read 50 %; a counter's increase read the new exporter's copy alone, begun later, 1 for 2 rows)
         branches = anywhere
     workload = scope.workload(labels)
+    # a rule's gauge over the fleet: each GPU under the node its newest copy within the rule's span names (_slotted)
+    newest = None
+    if gauge_window is not None and resolution and set(keys) <= {"cluster"} and not named:
+        # the span the period's readings are in: its window and the step a reading looks back, ending at its offset
+        pinned = offset if isinstance(offset, str) else None
+        shifts = offset if isinstance(offset, tuple) else ()
+        span = _seconds(gauge_window) + max((_seconds(shift) for shift in shifts if shift), default=0) \
+            + _seconds(resolution)
+        newest = newest_nodes(_named_fields(query.metric, catalog), branches, labels, _duration_text(span),
+                              hold or resolution, pinned)
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
-                   workload, gauge_window is None, picked, scope.picked())
+                   workload, gauge_window is None, picked, scope.picked(), newest_node=newest)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
@@ -3674,6 +3706,24 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
 # groups of 8, 4, 4, 4 and 12), in any case (a pipeline lowercasing label values writes `gpu-...`): no node's name
 UUID_FORM = "(?i)GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
 ONE_LABEL = "gpudash_u"  # one_per_uuid, _one_index_per_uuid: a GPU among its UUID's (its index, none for a UUID)
+
+
+def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: Labels, span: str, step: str,
+                 shift: str | None = None) -> str:
+    """One series per GPU (`cluster`, GPU_LABEL) of `metrics` with a sample within `span` before the evaluation (less
+    `shift`: a period's offset), its value 0, labelled with the node its newest copy names: the copy whose newest sample read at the steps of `step`
+    (the scrape interval) is the newest, a copy read at none of them (its one sample in the span's last interval)
+    after every copy read at one. All of it at `@ end()`: Prometheus reads it once an evaluation, one name in every
+    step and period of a rule (_Merge._slotted); timestamp() at the evaluation (a function Prometheus reads at every
+    step whatever its @) took the fleet's 5-minute total 3.3 times its CPU. An exporter's copies share its scrapes'
+    times, so the GPUs of a node take the node one exporter names. A GPU without a UUID (GPU_LABEL its node spelling)
+    names its own node."""
+    gpu = (labels.cluster, GPU_LABEL)
+    selectors = [selector(metric, branch) for metric in metrics for branch in branches]
+    at = f"@ end(){_offset(shift)}"
+    read = " or ".join([*(f"max_over_time(timestamp({each})[{span}:{step}] {at})" for each in selectors),
+                        *(f"present_over_time({each}[{span}] {at})" for each in selectors)])
+    return f"(0 * topk by ({_listed(gpu)}) (1, {coalesced_gpu(f'({read})', labels)}))"
 
 
 def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers: list[str], lookback: str) -> str:

@@ -178,23 +178,29 @@ def fleet_rules(tmp_path_factory):
     return fleet_period_values(tmp_path_factory.mktemp("fleet"))
 
 
-@pytest.mark.xfail(strict=True, reason="a fleet rule's value is read per GPU slot (cluster, node, index) before "
-                                       "its period's statistic, named by no UUID: an old exporter writing its pod's "
-                                       "name as the node and a new one numbering apart share no slot")
-@pytest.mark.parametrize("after", [15, 60, 150])
-def test_a_fleet_rule_counts_each_gpu_of_an_exporter_named_like_its_pod_once(rolled, fleet_rules, after):
-    """A fleet rule's 1-minute period value (a Prometheus of one cluster; its statistic, as the rule evaluates it)
-    through the overlap: 9 GPUs and the fleet's power, 4,500 to 4,590 W. Measured: 'fleet-gpus' 12 for 9 and
-    'fleet-power' 5,750 to 5,762 W for 15 to 150 s after the rollout (n2's GPUs under the old exporter's pod's name and
-    under n2, apart), right again from 200 s; over a 5-minute period 12 and ~5,760 W to 330 s. A fleet alarm of 5 kW
-    fires there, one of 'more than 9 GPUs' too. The panels' fleet values take one copy per UUID (one_per_uuid); the
-    rule's per-GPU values carry no UUID to merge by. Keying them by a UUID of NVIDIA's form before the slot's max
-    (node and index otherwise) makes this right (9 GPUs, 4,500-4,590 W, every 3 s to 330 s) but splits a GPU whose
-    new exporter writes no UUID into two series of one period (test_fleet_rule_uuid_dropped.py: 6 GPUs for 3), and
-    two GPUs swapped at one node and index within a period count as two: a period's GPU needs one key over it.
-    Putting each GPU under the node its newest copy within the period names (one lookup an evaluation, `@ end()`,
-    joined once) makes all three right, at 1.5 times a total's CPU and 3 times a count's (docs/alarms.md)."""
+# tests.support.fleet_rule's fleet rules by period, and the truth through the story: 9 GPUs, 4,500 to 4,590 W
+PERIODS = {60: ("fleet-gpus", "fleet-power", "fleet-mean"), 300: ("fleet-gpus-5m", "cluster-power-5m")}
+FLEET_TRUTH = {"fleet-gpus": (9.0, 9.0), "fleet-gpus-5m": (9.0, 9.0), "fleet-power": (4500.0, 4590.0),
+               "cluster-power-5m": (4500.0, 4590.0), "fleet-mean": (500.0, 510.0)}
+
+
+@pytest.mark.parametrize("period", [60, 300])
+def test_a_fleet_rule_counts_each_gpu_of_an_exporter_named_like_its_pod_once(rolled, fleet_rules, period):
+    """A fleet rule's period value (a Prometheus of one cluster; its statistic, as the rule evaluates it), grouped by
+    nothing or by cluster, over 1- and 5-minute periods, every 3 s from 60 s before the rollout to 330 s after: 9
+    GPUs, the fleet's power 4,500 to 4,590 W, its mean per GPU 500 to 510 W. n2's old copies, named by the old
+    exporter's pod, and its new ones, named n2 and numbered apart, shared no slot (node and index): 'fleet-gpus' read
+    12 for 9 and 'fleet-power' 5,750 to 5,762 W (mean 479) from 12 to 150 s after the rollout, over 5-minute periods
+    12 and ~5,760 W to 330 s; a fleet alarm of 5 kW fired there, one of 'more than 9 GPUs' too. Each GPU is now under
+    the node its newest copy within the rule's span names (promql.newest_nodes): n2's copies are those of a rollout
+    numbering apart on one node, as n1's."""
     prometheus, start = rolled
-    values = {name: [float(s["value"][1]) for s in prometheus.query(expr, at=start + ROLLOUT + after)]
-              for name, expr in fleet_rules.items()}
-    assert values["fleet-gpus"] == [9.0] and 4500.0 <= values["fleet-power"][0] <= 4590.0, values
+    truth = {name: FLEET_TRUTH[name] for name in PERIODS[period]}
+    wrong = {}
+    for after in range(-60, 331, 3):
+        values = {name: [round(float(s["value"][1]), 6) for s in prometheus.query(fleet_rules[name],
+                                                                                  at=start + ROLLOUT + after)]
+                  for name in truth}
+        if not all(len(values[name]) == 1 and low <= values[name][0] <= high for name, (low, high) in truth.items()):
+            wrong[after] = values
+    assert not wrong, wrong
