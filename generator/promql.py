@@ -26,7 +26,9 @@ comes from here, so label handling is designed once:
   node the copies name, then the highest (_Merge.fastest); the GPU is named by one node after (_Merge.named,
   gpu_names); another GPU under the same node and index (a node replaced by one of the same name, a GPU swapped) is
   another counter, not a reset of the old one's; the GPUs of one slot add up after their rates or increases
-  (_Merge.gpus), as CloudWatch sums their deltas.
+  (_Merge.gpus), as CloudWatch sums their deltas. In a rule over the fleet (grouped by nothing or by cluster) a GPU
+  named by a UUID of NVIDIA's form is one counter whatever index its copies give it (_Merge.uuid_counter, unindexed):
+  a rollout numbering the GPUs apart read each as two counters while both exporters served it.
   Grouping by `mig_instance` shows the instances themselves, and so do alert rules per pod
   (`per_instance`: a pod is judged on each instance it holds, as on CloudWatch);
 * a field split into several series per GPU by labels of its own (counts per XID code) makes
@@ -965,11 +967,11 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
 
 
 def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
-                  node: str | None, whole: bool = False, kept: str | None = None) -> str:
+                  node: str | None, whole: bool = False, kept: str | None = None, indexless: bool = False) -> str:
     """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked: the
     copies within `span`, a copy with a sample within the last scrape interval half a rank more; `whole` (or no
     `span`): a panel's, by the step's copies and the dashboard's range (_whole_range_names), of the GPUs `kept`
-    holds where given."""
+    holds where given; `indexless`, a GPU named by a UUID of NVIDIA's form without its index (unindexed)."""
     if whole or span is None:
         return _whole_range_names(metric, matchers, resolution, labels, kept=kept)
     seconds = _seconds(resolution)
@@ -979,7 +981,10 @@ def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution
         terms.append(f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
                      f"present_over_time({each}[{span}]) * 0){less}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
-    return f"max by ({_listed((labels.cluster, GPU_LABEL, 'gpu', labels.node))}) ({coalesced_gpu(ranked, labels)})"
+    named = coalesced_gpu(ranked, labels)
+    if indexless:
+        named = unindexed(named)
+    return f"max by ({_listed((labels.cluster, GPU_LABEL, 'gpu', labels.node))}) ({named})"
 
 
 def _tiers(metric: str, matchers: list[str], labels: Labels, node: str | None) -> list[tuple[int, str]]:
@@ -2594,6 +2599,8 @@ class _Merge:
     # a rule's gauge over the fleet (grouped by nothing or by cluster): each GPU (GPU_LABEL) of the rule's span and the
     # node its newest copy names (newest_nodes); `_slotted`
     newest_node: str | None = None
+    # a rule's counter over the fleet: a GPU named by a UUID of NVIDIA's form one counter whatever its index (physical)
+    uuid_counter: bool = False
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
@@ -2643,8 +2650,14 @@ class _Merge:
         same name, or a GPU swapped, puts another GPU under the same node and index within a window: its counter is
         another counter, whose first reading is no reset of the old one's (merged by node and index alone, a new GPU
         reading 2 remapped rows after the old one's 5 counted 2 remaps). The CloudWatch agent keeps a counter's
-        previous reading per series, the UUID among its labels: a new GPU's first reading sends nothing."""
+        previous reading per series, the UUID among its labels: a new GPU's first reading sends nothing. With
+        `uuid_counter` (a rule over the fleet) a GPU named by a UUID of NVIDIA's form is one counter whatever its index
+        (unindexed): an old exporter and a new one numbering the GPUs apart (C, A, B for A, B, C) were two counters of
+        each GPU while both served it, the fleet's 1-minute energy increase 1.5 to 2.0 times its energy
+        (tests/integration/test_fleet_counter_rollout_apart.py)."""
         named = coalesced_gpu(series, self.labels) if copy else identified(series, self.labels)
+        if self.uuid_counter:  # `series` is a template (`{0}`): the form's braces doubled
+            named = unindexed(named, template=True)
         return f"max by ({self._physical(own, copy)}) ({named})"
 
     def _physical(self, own: tuple[str, ...], copy: bool = False, one: bool = False) -> str:
@@ -2667,7 +2680,7 @@ class _Merge:
         """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
         its GPU (in a panel, the range's name; an increase over the range reads the range's copies already)."""
         return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels, self.node,
-                          self.whole and span != f"{RANGE_MS}ms")
+                          self.whole and span != f"{RANGE_MS}ms", indexless=self.uuid_counter)
 
     def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
         """The rates or increases of the physical GPUs (`physical`, `named`) that stood under one node and index (and
@@ -3076,6 +3089,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             series = merge.gpus(named_gpus(series, (metric,), list(merge.naming), window, resolution, merge.labels,
                                            merge.node, merge.whole, by_uuid=merge.whole), own_labels)
         elif counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
+            if merge.uuid_counter:  # a GPU named by its UUID has no index: its instances combined apart from others
+                own_labels = (*own_labels, GPU_LABEL)
             if periods is None:
                 series = fields([], copies)
             else:  # each period's marked (PERIOD_LABEL), kept apart by every grouping after
@@ -3485,8 +3500,13 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             + _seconds(resolution)
         newest = newest_nodes(_named_fields(query.metric, catalog), branches, labels, _duration_text(span),
                               hold or resolution, pinned)
+    # a rule's counter over the fleet: a GPU named by a UUID of NVIDIA's form one counter whatever index its copies
+    # give it (_Merge.physical, unindexed)
+    uuid_counter = (gauge_window is not None and bool(resolution) and set(keys) <= {"cluster"} and not named
+                    and not count and query.metric in catalog and catalog.get(query.metric).is_counter)
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
-                   workload, gauge_window is None, picked, scope.picked(), newest_node=newest)
+                   workload, gauge_window is None, picked, scope.picked(), newest_node=newest,
+                   uuid_counter=uuid_counter)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
@@ -3670,7 +3690,7 @@ def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
 
 def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
                resolution: str, labels: Labels, node: str | None = None, whole: bool = False,
-               only: tuple[str, ...] = (), by_uuid: bool = False) -> str:
+               only: tuple[str, ...] = (), by_uuid: bool = False, indexless: bool = False) -> str:
     """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
     from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
     of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
@@ -3692,13 +3712,15 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     node's GPUs apart were two GPUs at one index, summed by _Merge.gpus ('n1 GPU 0' 1,000 W of energy for 700, the
     300 and 700 W GPUs each exporter had there; with no `node` label n2's GPUs drawn twice,
     tests/integration/test_exporter_overlap_counter_lines.py); the naming keeps the new exporter's index from its
-    first scrape, before its copy has a rate, and the UUID's rate is the old copy's then."""
+    first scrape, before its copy has a rate, and the UUID's rate is the old copy's then. `indexless` (a rule's
+    counter over the fleet, _Merge.uuid_counter): a GPU named by a UUID of NVIDIA's form is named once, whatever its
+    index, as `series` holds it (its `gpu` empty)."""
     if by_uuid:  # `series` one per UUID (ONE_LABEL, _uuid_one), drawn at the index its naming keeps
         either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only, one_index=True)
         on = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
         return f"({series} + on ({on}) group_left ({labels.node}, gpu) (0 * {either}))"
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
+    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only, indexless=indexless)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
 
 
@@ -3708,16 +3730,24 @@ UUID_FORM = "(?i)GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
 ONE_LABEL = "gpudash_u"  # one_per_uuid, _one_index_per_uuid: a GPU among its UUID's (its index, none for a UUID)
 
 
+def unindexed(named: str, template: bool = False) -> str:
+    """`named` (GPU_LABEL set: identified) with the index (`gpu`) left out of the series of a GPU named by a UUID of
+    NVIDIA's form (UUID_FORM), kept where GPU_LABEL is a node's spelling (no UUID: its GPUs are told apart by index
+    alone). `template`: `named` is a format string (_Merge.physical's `{0}`), the form's braces doubled."""
+    form = UUID_FORM.replace("{", "{{").replace("}", "}}") if template else UUID_FORM
+    return f'label_replace({named}, "gpu", "", {quoted(GPU_LABEL)}, "{form}")'
+
+
 def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: Labels, span: str, step: str,
                  shift: str | None = None) -> str:
     """One series per GPU (`cluster`, GPU_LABEL) of `metrics` with a sample within `span` before the evaluation (less
-    `shift`: a period's offset), its value 0, labelled with the node its newest copy names: the copy whose newest sample read at the steps of `step`
-    (the scrape interval) is the newest, a copy read at none of them (its one sample in the span's last interval)
-    after every copy read at one. All of it at `@ end()`: Prometheus reads it once an evaluation, one name in every
-    step and period of a rule (_Merge._slotted); timestamp() at the evaluation (a function Prometheus reads at every
-    step whatever its @) took the fleet's 5-minute total 3.3 times its CPU. An exporter's copies share its scrapes'
-    times, so the GPUs of a node take the node one exporter names. A GPU without a UUID (GPU_LABEL its node spelling)
-    names its own node."""
+    `shift`: a period's offset), its value 0, labelled with the node its newest copy names: the copy whose newest
+    sample read at the steps of `step` (the scrape interval) is the newest, a copy read at none of them (its one sample
+    in the span's last interval) after every copy read at one. All of it at `@ end()`: Prometheus reads it once an
+    evaluation, one name in every step and period of a rule (_Merge._slotted); timestamp() at the evaluation (a
+    function Prometheus reads at every step whatever its @) took the fleet's 5-minute total 3.3 times its CPU. An
+    exporter's copies share its scrapes' times, so the GPUs of a node take the node one exporter names. A GPU without
+    a UUID (GPU_LABEL its node spelling) names its own node."""
     gpu = (labels.cluster, GPU_LABEL)
     selectors = [selector(metric, branch) for metric in metrics for branch in branches]
     at = f"@ end(){_offset(shift)}"
@@ -3757,7 +3787,7 @@ def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers:
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
                node: str | None = None, whole: bool = False, only: tuple[str, ...] = (),
-               one_index: bool = False) -> str:
+               one_index: bool = False, indexless: bool = False) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
     the Node variable's values.
@@ -3783,7 +3813,8 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
     stepped = whole or span is None
     kept = _filtered_gpus(metrics, matchers, only, resolution) if only and stepped else None
-    names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, kept) for metric in metrics]
+    names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, kept, indexless)
+             for metric in metrics]
     candidates = names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
     if span is None:
         candidates = f"topk by ({_listed((labels.cluster, labels.node, 'gpu'))}) (1, {candidates})"

@@ -25,12 +25,18 @@ def _uuid(name: str) -> str:
     return f"GPU-{ord(name):08x}-5d3e-0a2f-91c4-7e20b6{ord(name):06x}"
 
 
-def counters_scraped(start: int, counters: dict[str, float]) -> dict[tuple, list[tuple[float, str]]]:
+# the same exporters, the new ones numbering the GPUs as the old ones do
+ALIKE = tuple((node, host, address, phase, EXPORTERS[k - 1][4] if k % 2 else order, first, last)
+              for k, (node, host, address, phase, order, first, last) in enumerate(EXPORTERS))
+
+
+def counters_scraped(start: int, counters: dict[str, float],
+                     exporters: tuple = EXPORTERS) -> dict[tuple, list[tuple[float, str]]]:
     """Each exporter's series of `counters` ({metric: growth a second per watt of the GPU}) from its first scrape to
     its last, then a staleness marker for each: each GPU's counter reads its growth times (seconds from `start` +
-    100,000), whichever exporter reads it."""
+    100,000), whichever exporter reads it. `exporters`: EXPORTERS, or ALIKE."""
     series: dict[tuple, list[tuple[float, str]]] = {}
-    for node, host, address, phase, order, first, last in EXPORTERS:
+    for node, host, address, phase, order, first, last in exporters:
         before: set[tuple] = set()
         for t in range(0, SPAN + 1, STEP):
             at, now = start + t + phase, set()
