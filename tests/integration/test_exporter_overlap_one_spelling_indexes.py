@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.fleet_rule import fleet_period_values
 from tests.support.projects import bundled_panels, bundled_project
 from tests.support.prometheus_server import written_fixture
 from tests.support.range_panels import panel_at
@@ -84,3 +85,20 @@ def test_a_gpu_moved_between_nodes_is_drawn_under_the_node_picked_only_where_it_
     expected = {"n5": ({"n5 GPU 0": 350.0, "n5 GPU 1": 450.0}, {"n5 GPU 1": 450.0}),
                 "n6": ({"n6 GPU 0": 550.0}, {"n6 GPU 0": 550.0, "n6 GPU 1": 350.0})}[node]
     assert (before, after) == expected
+
+
+@pytest.fixture(scope="module")
+def fleet_rules(tmp_path_factory):
+    return fleet_period_values(tmp_path_factory.mktemp("fleet"))
+
+
+@pytest.mark.parametrize("after", [-60, 15, 45, 75, 150, 330])
+def test_fleet_rules_count_each_gpu_once_through_the_one_spelling_overlaps_and_the_move(rolled, fleet_rules, after):
+    """A fleet rule's 1- and 5-minute period values through the overlaps and J's move: 9 GPUs, 4,200 W before the
+    rollout, up to 4,260 W after (the new exporters read 10 W more), each GPU under the node its newest copy names
+    (promql.newest_nodes)."""
+    prometheus, start = rolled
+    values = {name: [float(s["value"][1]) for s in prometheus.query(expr, at=start + ROLLOUT + after)]
+              for name, expr in fleet_rules.items()}
+    assert values["fleet-gpus"] == values["fleet-gpus-5m"] == [9.0], values
+    assert all(4200.0 <= values[name][0] <= 4260.0 for name in ("fleet-power", "cluster-power-5m")), values
