@@ -1057,13 +1057,14 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
 
 # A name's weight over the range (_range_weight): its kind (a node's name, one shaped like a DaemonSet pod's, a known
 # exporter pod's, a target's address), then its spelling's place, PLACE_STEP a place: below a step's presence (0.25,
-# _present) with every place and the name order (_name_order) added, above the name order alone.
-PLACE_STEP = 0.04
-# Within a place, the kind again, KIND_STEP a kind, in the fraction alone (kinds 2 to 4 add 0.01 to 0.03, the name
-# order less than 2^-7: together below a place): a GPU's copies at two indexes ranked by the fraction alone
-# (_one_index_per_uuid: a step's presence first) are then told apart by their kind before the name order (the old
-# exporter's pod's name and the node, both written into Hostname by two exporters scraped at once)
-KIND_STEP = 0.01
+# _present) with every place and the name order (_name_order) added, above the name order alone (under 2^-7).
+PLACE_STEP = 0.01
+# The kind again in the fraction, a kind's step the span of every place (len(node_sources) * PLACE_STEP): a GPU's
+# copies at two indexes, ranked by the fraction alone (_one_index_per_uuid: a step's presence first), are then told
+# apart by their kind before their spelling's place and the name order: the old exporter's pod's name and the node,
+# both scraped, whether both are written into Hostname or the pod's into hostname and the node's into Hostname (by
+# place first, or by the name order alone, the GPUs were drawn under the old exporter's pod through the overlap). With
+# the default four spellings kinds 2 to 4 add 0.04 to 0.12, places up to 0.03: all together below 0.25.
 
 
 def _range_weight(place_rank: int, labels: Labels, listing: bool = False) -> float:
@@ -1078,7 +1079,7 @@ def _range_weight(place_rank: int, labels: Labels, listing: bool = False) -> flo
     place, rank = divmod(place_rank, PLACE_RANK)
     sources = labels.node_sources
     kind = 1 if sources[place] == TARGET_ADDRESS else 4 - rank
-    return kind if listing else kind + (kind - 1) * KIND_STEP + (len(sources) - 1 - place) * PLACE_STEP
+    return kind if listing else kind + ((kind - 1) * len(sources) + len(sources) - 1 - place) * PLACE_STEP
 
 
 def _present(every: str, seconds: int, cluster: str, kept: str = "") -> str:
@@ -1157,8 +1158,8 @@ NAME_ORDER_ALPHABET = "bcdfghjklmnpqrstvwxz2456789aeiou"
 # multi-region example's all-metrics dashboard is 5 % under what client-side kubectl apply accepts, GF011)
 NAME_ORDER_CHARACTERS = 1
 NAME_ORDER_BITS = 5  # each character's code, 0 to 31 (NAME_ORDER_ALPHABET's place)
-# all codes add less than 2^-7: below the 0.5 of freshness, the 1 between ranks (gpu_names), a spelling's place over
-# the range (PLACE_STEP) and a kind within it (KIND_STEP)
+# all codes add less than 2^-7: below the 0.5 of freshness, the 1 between ranks (gpu_names) and a spelling's place
+# over the range (PLACE_STEP)
 
 
 def _name_order(named: str, label: str) -> str:
@@ -3840,9 +3841,10 @@ def _one_index_per_uuid(named: str, labels: Labels) -> str:
     (within the last interval, then within the look-back alone: _present), then the spelling's place, the name order,
     the target that began last. By the whole rank, a name the range alone gives (the node's, which the new exporter
     writes at the other index from its first scrape) outranked the GPU's own copies before the rollout and its line
-    was left out. Two exporters writing one spelling (both Hostname), both scraped, are told apart by the kind the
-    fraction holds again (KIND_STEP): the node's name before the old exporter's pod's (by the name order alone, the
-    pod's won for names such as node-b, and n2's GPUs were drawn under the pod through the overlap). A GPU without a UUID
+    was left out. Two exporters both scraped, the old one writing its pod's name, are told apart by the kind the
+    fraction holds again (_range_weight), before the spelling's place: the node's name before the old exporter's pod's,
+    both in Hostname (by the name order alone the pod's won for names such as node-b) or the pod's in hostname (by
+    place first it won): the GPUs were drawn under the pod through the overlap. A GPU without a UUID
     (GPU_LABEL its node) keeps every index (ONE_LABEL its index). ~150 bytes a naming (all-metrics: 21)."""
     return f"topk without (gpu, {labels.node}) (1, {_uuid_one(named)} % 1)"  # by cluster, GPU_LABEL and ONE_LABEL
 
