@@ -492,7 +492,8 @@ class Alarm:
                 fixes.append(fix)
         if self.period_seconds not in (10, 20, 30) and (self.period_seconds < 60 or self.period_seconds % 60):
             problems.append(f"period_seconds {self.period_seconds} must be 10, 20, 30 or a multiple of 60")
-            fixes.append("write period_seconds as 10, 20, 30 (high resolution) or 60, 120, 300, ...")
+            fixes.append("write period_seconds as 60, 120, 300, ... (10, 20, 30 only for a rule Prometheus alone "
+                         "judges: an alarm built on CloudWatch reads the agent's standard-resolution metrics)")
         needed = self.datapoints_to_alarm
         if self.evaluation_periods < 1 or (needed is not None and not 1 <= needed <= self.evaluation_periods):
             problems.append(f"evaluation_periods {self.evaluation_periods}, datapoints_to_alarm {needed}: need 1 <= "
@@ -514,6 +515,11 @@ class Alarm:
                             "GPUs report: it takes a query by ('node', 'gpu'), scope 'cluster', and no absent=True")
             fixes.append(f"write Condition(Query({self.condition.query.metric!r}, 'count', ('node', 'gpu')), '<', 1) "
                          f"with stopped=True, or drop stopped=True")
+        if self.stopped and needed is not None and needed != self.evaluation_periods:
+            problems.append(f"stopped=True fires for a GPU that every scrape over its window read unread, each of its "
+                            f"{self.evaluation_periods} periods: datapoints_to_alarm {needed} would not be built")
+            fixes.append(f"drop datapoints_to_alarm (for a window of {needed} periods write "
+                         f"evaluation_periods={needed})")
         if problems:
             raise DefinitionError(f"{_named('alarm', self.id)}: {'; '.join(problems)}", self.defined_at,
                                   "; ".join(fixes))

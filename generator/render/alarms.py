@@ -1371,9 +1371,10 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
     if addon_source(settings):
         _check_addon_period(alarm, settings)
     if alarm.period_seconds < 60:
+        least, keep = _standard_period(alarm, settings)
         raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
-                         hint="give the alarm period_seconds=60 or more")
+                         hint=f"give the alarm period_seconds={least}{keep}")
     if addon_source(settings):
         return  # the add-on's collections are checked above
     scrape = scrape_seconds(settings)
@@ -1387,6 +1388,17 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
                               f"it divides" + (" (a bundled alarm: copy the bundled alarms into a folder of your own, "
                                                "named in definitions.alarms, to change their periods)"
                                                if settings.definitions.alarms is None else ""))
+
+
+def _standard_period(alarm: Alarm, settings: Settings) -> tuple[int, str]:
+    """The least standard-resolution period an alarm refused for a period under 60 s is told, and what keeps its window
+    at it (_keeping_window): the least whole minutes of whole scrape intervals (on the add-on 60 s, its collections
+    dividing it), or a longer one where the alarm's scrapes ask for it (_short_periods), with that fix's numbers: 30 s x 3
+    (90 s) is not told 60 s x 3 (180 s) but evaluation_periods=1 (60 s) or 2 (120 s)."""
+    least = 60 if addon_source(settings) else _least_period(settings, 1)
+    fixes = [(least, _keeping_window(alarm, least))] + [(short.least, short.keep)
+                                                        for short in _short_periods(alarm, settings)]
+    return max(reversed(fixes), key=lambda fix: fix[0])
 
 
 def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
@@ -2109,7 +2121,7 @@ def _keeping_window(alarm: Alarm, least: int, fewest: int = 1, why_fewest: str =
 def _periods_of(alarm: Alarm, periods: int) -> str:
     """evaluation_periods=`periods`, and the datapoints_to_alarm of the same share where the alarm sets one (the
     data-missing rule's 2 of 2 at one period: 1 of 1, which the model takes, not 2 of 1)."""
-    needed = alarm.datapoints_to_alarm
+    needed = None if alarm.stopped else alarm.datapoints_to_alarm  # (the stopped rule: every period, Alarm)
     scaled = "" if needed is None or periods == alarm.evaluation_periods else \
         f", datapoints_to_alarm={max(1, -(-needed * periods // alarm.evaluation_periods))}"
     return f"evaluation_periods={periods}{scaled}"

@@ -246,3 +246,32 @@ def test_the_bundled_data_missing_alarm_left_out_is_not_warned_of_its_periods(in
     answer = json.loads(stdout)
     assert [n["message"] for n in answer["warnings"] if "'gpu-data-missing'" in n["message"]] == []
     assert any(n["message"].startswith("alarm 'gpu-data-missing' is left out") for n in answer["notes"])
+
+
+# a period under 60 s is refused (the agent publishes standard resolution): the fix keeps the rule's window at 60 s or
+# the longer period its scrapes ask for, or says none does and names the nearest (60 s alone lengthened 30 s x 3 to 180 s)
+@pytest.mark.parametrize("period, periods, interval, missing, fix, followed", [
+    (30, 4, 30, "notBreaching", "period_seconds=60 and evaluation_periods=2, which keep its window of 120 s", (60, 2)),
+    (30, 3, 30, "notBreaching", "period_seconds=60 (no whole number of 60 s periods spans its window of 90 s: give it "
+                                "evaluation_periods=1 (60 s) or evaluation_periods=2 (120 s), and say that span in its "
+                                "description)", (60, 2)),
+    (30, 3, 30, "breaching", "period_seconds=60 (no whole number of 60 s periods spans its window of 90 s: give it "
+                             "evaluation_periods=1 (60 s) or evaluation_periods=2 (120 s), and say that span in its "
+                             "description)", (60, 1)),
+    (30, 8, 60, "notBreaching", "period_seconds=120 and evaluation_periods=2, which keep its window of 240 s", (120, 2))])
+def test_a_period_under_a_minute_is_told_the_standard_period_that_keeps_its_window(period, periods, interval, missing,
+                                                                                     fix, followed, tmp_path, cli):
+    message, stderr = refusal(cli, _project(tmp_path, period, periods, interval, missing), tmp_path)
+    assert (f"alarm 'idle': a period of {period} s needs high-resolution metrics; the agent publishes standard "
+            f"resolution (60 s)") in message
+    assert f"  fix: give the alarm {fix}" in stderr.splitlines()
+    # followed: built at the claimed period and periods, no refusal
+    (tmp_path / "alarms" / "mine.py").write_text(_alarm(*followed, missing))
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b2"))
+    assert code == 0, stderr
+    (request,) = [a["Request"] for a in json.loads((tmp_path / "b2" / "cloudwatch" / "alarms.json").read_text())[
+        "alarms"] if a["Request"]["AlarmName"].endswith("-idle-warning")]
+    periods_built = {m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request["Metrics"]} - {None}
+    assert (periods_built, request["EvaluationPeriods"]) == ({followed[0]}, followed[1])
+    assert followed[0] * followed[1] in ((period * periods // followed[0]) * followed[0],
+                                         (period * periods // followed[0] + 1) * followed[0])

@@ -105,3 +105,29 @@ def test_the_bundled_rules_fix_followed_at_five_minute_scrapes_fires_ten_minutes
         fired = cloudwatch_eval.fired_at(request, points, [m * 60 for m in range(31, 118)], "node",
                                          evaluation_range=1 + extra)
         assert fired == {"node-a": {m * 60 for m in range(36, 118)}}
+
+
+def test_datapoints_to_alarm_of_fewer_periods_is_refused_and_the_fix_names_none(tmp_path, cli):
+    """The rule fires for a GPU every scrape over its window read unread, each period: its CloudWatch alarm is built
+    N of N. A datapoints_to_alarm under evaluation_periods, which would not be built, is refused; all of them is built;
+    a short period's fix names evaluation_periods alone."""
+    written = _alarm(60, 7).replace("stopped=True", "stopped=True, datapoints_to_alarm=4")
+    message, stderr = refusal(cli, alarm_project(tmp_path, written, 30), tmp_path)
+    assert ("stopped=True fires for a GPU that every scrape over its window read unread, each of its 7 periods: "
+            "datapoints_to_alarm 4 would not be built") in message
+    assert "drop datapoints_to_alarm (for a window of 4 periods write evaluation_periods=4)" in stderr
+    (tmp_path / "alarms" / "mine.py").write_text(_alarm(60, 7).replace("stopped=True",
+                                                                       "stopped=True, datapoints_to_alarm=7"))
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b2"))
+    assert code == 0, stderr
+    (request,) = [a["Request"] for a in json.loads((tmp_path / "b2" / "cloudwatch" / "alarms.json").read_text())[
+        "alarms"] if "gpu-gone" in a["Request"]["AlarmName"]]
+    assert (request["EvaluationPeriods"], request["DatapointsToAlarm"]) == (7, 7)
+    # 30 s x 7 of 7 at 30 s scrapes: 210 s, told 60 s periods with no datapoints_to_alarm
+    (tmp_path / "alarms" / "mine.py").write_text(_alarm(30, 7).replace("stopped=True",
+                                                                       "stopped=True, datapoints_to_alarm=7"))
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b3"))
+    assert code == 2
+    assert ("  fix: give the alarm period_seconds=60 (no whole number of 60 s periods spans its window of 210 s: give "
+            "it evaluation_periods=3 (180 s) or evaluation_periods=4 (240 s), and say that span in its description), "
+            "or scrape more often") in stderr.splitlines()
