@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.render.alarms import period_value
-from tests.support.counter_rollout import ALIKE, ROLLOUT, SPAN, STEP, counters_scraped
-from tests.support.projects import defined_project
+from tests.support.counter_rollout import ALIKE, ROLLOUT, SPAN, STEP, counters_scraped, fleet_counter_rules
 from tests.support.prometheus_server import written_fixture
 
 
@@ -29,27 +27,12 @@ alike = written_fixture("fleet-counter-rollout-alike",
                         lambda start: counters_scraped(start, {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 1000}, ALIKE),
                         SPAN, STEP)
 
-ALARMS = """\
-from generator.model import Alarm, Condition, Query
-
-ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
-
-
-def alarms(ctx):
-    yield Alarm("fleet-energy-1m", "Fleet energy", Condition(Query(ENERGY, "sum", (), as_increase=True), ">", 1),
-                severity="warning", scope="fleet", period_seconds=60, description="d.", runbook="r.")
-    yield Alarm("fleet-energy-5m", "Fleet energy", Condition(Query(ENERGY, "sum", (), as_increase=True), ">", 1),
-                severity="warning", scope="fleet", period_seconds=300, description="d.", runbook="r.")
-    yield Alarm("fleet-energy-rate", "Fleet energy rate", Condition(Query(ENERGY, "sum", ()), ">", 1),
-                severity="warning", scope="fleet", period_seconds=300, description="d.", runbook="r.")
-"""
 TRUTH = {"fleet-energy-1m": 4500 * 1000 * 60, "fleet-energy-5m": 4500 * 1000 * 300, "fleet-energy-rate": 4500 * 1000}
 
 
 @pytest.fixture(scope="module")
 def fleet_rules(tmp_path_factory):
-    project = defined_project(tmp_path_factory.mktemp("fleet"), alarms=ALARMS)
-    return {alarm.id: period_value(alarm, project.catalog, project.settings) for alarm in project.alarms}
+    return fleet_counter_rules(tmp_path_factory.mktemp("fleet"))
 
 
 def test_before_the_rollouts_the_fleets_energy_is_the_truth(rolled, fleet_rules):

@@ -30,11 +30,12 @@ ALIKE = tuple((node, host, address, phase, EXPORTERS[k - 1][4] if k % 2 else ord
               for k, (node, host, address, phase, order, first, last) in enumerate(EXPORTERS))
 
 
-def counters_scraped(start: int, counters: dict[str, float],
-                     exporters: tuple = EXPORTERS) -> dict[tuple, list[tuple[float, str]]]:
+def counters_scraped(start: int, counters: dict[str, float], exporters: tuple = EXPORTERS,
+                     unnamed: frozenset[str] = frozenset()) -> dict[tuple, list[tuple[float, str]]]:
     """Each exporter's series of `counters` ({metric: growth a second per watt of the GPU}) from its first scrape to
     its last, then a staleness marker for each: each GPU's counter reads its growth times (seconds from `start` +
-    100,000), whichever exporter reads it. `exporters`: EXPORTERS, or ALIKE."""
+    100,000), whichever exporter reads it. `exporters`: EXPORTERS, or ALIKE (or any of their shape); those whose address
+    is in `unnamed` write no UUID."""
     series: dict[tuple, list[tuple[float, str]]] = {}
     for node, host, address, phase, order, first, last in exporters:
         before: set[tuple] = set()
@@ -44,10 +45,37 @@ def counters_scraped(start: int, counters: dict[str, float],
                 for metric, per_watt in counters.items():
                     labels = tuple(sorted({"__name__": metric, "device": f"nvidia{index}", "modelName": "NVIDIA L4",
                                            "instance": f"{address}:9400", "job": "gpu-metrics", "gpu": str(index),
-                                           "UUID": _uuid(name), host[0]: host[1], **node}.items()))
+                                           **({} if address in unnamed else {"UUID": _uuid(name)}),
+                                           host[0]: host[1], **node}.items()))
                     series.setdefault(labels, []).append((at, str(WATTS[name] * per_watt * (at - start + 100_000))))
                     now.add(labels)
             for labels in before - now:
                 series[labels].append((at, STALE))
             before = now
     return series
+
+
+FLEET_COUNTER_ALARMS = """\
+from generator.model import Alarm, Condition, Query
+
+ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+
+
+def alarms(ctx):
+    yield Alarm("fleet-energy-1m", "Fleet energy", Condition(Query(ENERGY, "sum", (), as_increase=True), ">", 1),
+                severity="warning", scope="fleet", period_seconds=60, description="d.", runbook="r.")
+    yield Alarm("fleet-energy-5m", "Fleet energy", Condition(Query(ENERGY, "sum", (), as_increase=True), ">", 1),
+                severity="warning", scope="fleet", period_seconds=300, description="d.", runbook="r.")
+    yield Alarm("fleet-energy-rate", "Fleet energy rate", Condition(Query(ENERGY, "sum", ()), ">", 1),
+                severity="warning", scope="fleet", period_seconds=300, description="d.", runbook="r.")
+"""
+
+
+def fleet_counter_rules(folder) -> dict[str, str]:
+    """{alarm id: the Prometheus expression of its period's value} of FLEET_COUNTER_ALARMS (the energy counter's 1- and
+    5-minute increase and 5-minute rate summed over the fleet) in a project made in `folder`."""
+    from generator.render.alarms import period_value
+    from tests.support.projects import defined_project
+
+    project = defined_project(folder, alarms=FLEET_COUNTER_ALARMS)
+    return {alarm.id: period_value(alarm, project.catalog, project.settings) for alarm in project.alarms}
