@@ -28,7 +28,8 @@ comes from here, so label handling is designed once:
   another counter, not a reset of the old one's; the GPUs of one slot add up after their rates or increases
   (_Merge.gpus), as CloudWatch sums their deltas. In a rule over the fleet (grouped by nothing or by cluster) a GPU
   named by a UUID of NVIDIA's form is one counter whatever index its copies give it (_Merge.uuid_counter, unindexed):
-  a rollout numbering the GPUs apart read each as two counters while both exporters served it.
+  a rollout numbering the GPUs apart read each as two counters while both exporters served it; so too in an alert of
+  a counter's increase per GPU or node, its increase then named at one index (_newest_index).
   Grouping by `mig_instance` shows the instances themselves, and so do alert rules per pod
   (`per_instance`: a pod is judged on each instance it holds, as on CloudWatch);
 * a field split into several series per GPU by labels of its own (counts per XID code) makes
@@ -2636,7 +2637,7 @@ class _Merge:
         """`series`' copies of one reading of one GPU instance (and outer group) made one series: their max."""
         return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
 
-    def physical(self, series: str, own: tuple[str, ...] = (), copy: bool = False) -> str:
+    def physical(self, series: str, own: tuple[str, ...] = (), copy: bool = False, indexless: bool = False) -> str:
         """A counter's copies of one physical GPU (instance, and outer group) made one series: their max, the GPU named
         by its UUID (GPU_LABEL) and not by the node spelling a copy carries, which `named` joins back after the rate or
         increase; with `copy`, one series per node the GPU's copies name (coalesced from its spellings: an exporter
@@ -2655,9 +2656,10 @@ class _Merge:
         `uuid_counter` (a rule over the fleet) a GPU named by a UUID of NVIDIA's form is one counter whatever its index
         (unindexed): an old exporter and a new one numbering the GPUs apart (C, A, B for A, B, C) were two counters of
         each GPU while both served it, the fleet's 1-minute energy increase 1.5 to 2.0 times its energy
-        (tests/integration/test_fleet_counter_rollout_apart.py)."""
+        (tests/integration/test_fleet_counter_rollout_apart.py). `indexless` (an alert's increase of a counter per GPU
+        or node, _per_gpu): so too, its increase per UUID then drawn at the one index its naming keeps (`named`'s `by_uuid`)."""
         named = coalesced_gpu(series, self.labels) if copy else identified(series, self.labels)
-        if self.uuid_counter:  # `series` is a template (`{0}`): the form's braces doubled
+        if self.uuid_counter or indexless:  # `series` is a template (`{0}`): the form's braces doubled
             named = unindexed(named, template=True)
         return f"max by ({self._physical(own, copy)}) ({named})"
 
@@ -2677,11 +2679,14 @@ class _Merge:
         by ONE_LABEL for the index (_uuid_one: a UUID's copies at two indexes one)."""
         return f"max by ({self._physical(own, one=one)}) ({rates})"
 
-    def named(self, series: str, metric: str, span: str, resolution: str) -> str:
+    def named(self, series: str, metric: str, span: str, resolution: str, by_uuid: bool = False) -> str:
         """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
-        its GPU (in a panel, the range's name; an increase over the range reads the range's copies already)."""
+        its GPU (in a panel, the range's name; an increase over the range reads the range's copies already); `by_uuid`
+        (`physical`'s `indexless`): one per UUID of NVIDIA's form, drawn at the one index its naming keeps."""
+        if by_uuid:
+            series = _uuid_one(series)
         return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels, self.node,
-                          self.whole and span != f"{RANGE_MS}ms", indexless=self.uuid_counter)
+                          self.whole and span != f"{RANGE_MS}ms", by_uuid=by_uuid, indexless=self.uuid_counter)
 
     def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
         """The rates or increases of the physical GPUs (`physical`, `named`) that stood under one node and index (and
@@ -3063,7 +3068,12 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             late_blanks, successive_labels(metric)))
     if metric not in MIG_UNSUPPORTED:
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)
-        copies = merge.physical("{0}", own_labels, not as_increase) if counter else None
+        # an alert's increase per GPU: a GPU named by a UUID of NVIDIA's form one counter whatever its index, its
+        # period's increase then drawn at the one index its naming keeps (two exporters numbering a node's GPUs apart
+        # added two GPUs' increases at one index, 3,660 replays for 2,400, and alerted twice for a node they spelled
+        # apart: tests/integration/test_exporter_overlap_counter_lines.py)
+        by_uuid = counter and over_time is not None and as_increase and not merge.uuid_counter
+        copies = merge.physical("{0}", own_labels, not as_increase, by_uuid) if counter else None
 
         def fields(more: list[str], copies: str | None, unfiltered: bool = False, over=over_time) -> str:
             """The field's series (`also`: the fields' added up, series by series; `unfiltered`: where any of them
@@ -3100,8 +3110,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     f'"{PERIOD_LABEL}", "{k}", "", "")' for k, one in enumerate(periods)) + ")"
                 own_labels = (*own_labels, PERIOD_LABEL)
             series = series if as_increase else merge.fastest(series, own_labels)
-            series = merge.gpus(merge.named(series, metric, _named_span(window, as_increase, over_time), resolution),
-                                own_labels)
+            series = merge.gpus(merge.named(series, metric, _named_span(window, as_increase, over_time), resolution,
+                                            by_uuid), own_labels)
         else:
             series = fields([], copies)
         value = _across_own_labels(metric, catalog, merge, merge(how, series, own_labels))
@@ -3713,7 +3723,8 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     node's GPUs apart were two GPUs at one index, summed by _Merge.gpus ('n1 GPU 0' 1,000 W of energy for 700, the
     300 and 700 W GPUs each exporter had there; with no `node` label n2's GPUs drawn twice,
     tests/integration/test_exporter_overlap_counter_lines.py); the naming keeps the new exporter's index from its
-    first scrape, before its copy has a rate, and the UUID's rate is the old copy's then. `indexless` (a rule's
+    first scrape, before its copy has a rate, and the UUID's rate is the old copy's then; in an alert (`span` given)
+    the index of the copy that began last (_newest_index). `indexless` (a rule's
     counter over the fleet, _Merge.uuid_counter): a GPU named by a UUID of NVIDIA's form is named once, whatever its
     index, as `series` holds it (its `gpu` empty)."""
     if by_uuid:  # `series` one per UUID (ONE_LABEL, _uuid_one), drawn at the index its naming keeps
@@ -3820,8 +3831,10 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     if span is None:
         candidates = f"topk by ({_listed((labels.cluster, labels.node, 'gpu'))}) (1, {candidates})"
     named = _first_name(candidates, labels, stepped)
-    if span is None or one_index:
+    if span is None or one_index and stepped:
         named = _one_index_per_uuid(named, labels)
+    elif one_index:  # a rule's: the index of the UUID's copy still scraped that began last (_newest_index)
+        named = _newest_index(named, metrics, matchers, span, labels)
     return _picked(named, node, labels) if stepped and node is not None else named
 
 
@@ -3829,6 +3842,23 @@ def _uuid_one(series: str) -> str:
     """`series` with ONE_LABEL its index (`gpu`), none where GPU_LABEL is a UUID of NVIDIA's form (UUID_FORM)."""
     one = quoted(ONE_LABEL)
     return f'label_replace(label_join({series}, {one}, "", "gpu"), {one}, "", {quoted(GPU_LABEL)}, "{UUID_FORM}")'
+
+
+def _newest_index(named: str, metrics: tuple[str, ...], matchers: list[str], span: str, labels: Labels) -> str:
+    """`named` (gpus_named's in a rule: a name per GPU, cluster, GPU_LABEL and index) with one index kept of a UUID of
+    NVIDIA's form named at several: that of the copy with a sample within the last 5 minutes (Prometheus' look-back)
+    holding the fewest samples within `span`, the exporter that began last, at every evaluation alike (the names' rank
+    by a sample within the last scrape interval, which two exporters scraped at other seconds take in turn, would move
+    the alert's `gpu` between evaluations); a copy without a sample within 5 minutes ranks below every one with one, by
+    its samples alike (a GPU whose exporter is down is still named: its periods are judged). A GPU without a UUID
+    (GPU_LABEL its node) keeps every index (ONE_LABEL its index)."""
+    gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
+    read = " or ".join(f"(present_over_time({selector(m, matchers)}[5m]) * 1e6 or present_over_time("
+                       f"{selector(m, matchers)}[{span}]) * 0) - count_over_time({selector(m, matchers)}[{span}])"
+                       for m in metrics)
+    age = f"max by ({gpu}) ({identified(f'({read})', labels)})"
+    one = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
+    return f"topk by ({one}) (1, {_uuid_one(f'(0 * {named} + on ({gpu}) group_left () {age})')})"
 
 
 def _one_index_per_uuid(named: str, labels: Labels) -> str:
