@@ -3786,13 +3786,10 @@ def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers:
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
     one = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
 
-    def uuid_one(expr: str) -> str:  # ONE_LABEL: a GPU's index, none where GPU_LABEL is a UUID (UUID_FORM)
-        return f'label_replace(label_replace({expr}, "{ONE_LABEL}", "$1", "gpu", "(.*)"), "{ONE_LABEL}", "", ' \
-               f'{quoted(GPU_LABEL)}, "{UUID_FORM}")'
-    read = uuid_one(identified(f"({' or '.join(f'{selector(m, matchers)} < 1e14' for m in metrics)})", labels))
+    read = _uuid_one(identified(f"({' or '.join(f'{selector(m, matchers)} < 1e14' for m in metrics)})", labels))
     within = identified(f"({' or '.join(f'present_over_time({selector(m, matchers)}[{lookback}])' for m in metrics)})",
                         labels)
-    held = f"({uuid_one(f'({within} unless on ({gpu}) {read})')} and on ({one}) {read})"  # where a copy is read
+    held = f"({_uuid_one(f'({within} unless on ({gpu}) {read})')} and on ({one}) {read})"  # where a copy is read
     return f'max by ({gpu}) (label_replace({named} unless on ({gpu}) {held}, "gpu", "", {quoted(GPU_LABEL)}, ' \
            f'"{UUID_FORM}"))'
 
