@@ -878,9 +878,10 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
 BUNDLED_ALARM_PERIOD = 300  # the period of every bundled alarm (model.Alarm.period_seconds' default)
 
 
-def intervals_dividing(seconds: int) -> str:
-    """The scrape intervals of 10 s to 150 s that divide `seconds`, written as settings take them."""
-    return ", ".join(f"{n}s" for n in range(10, 151) if seconds % n == 0) or f"{seconds}s"
+def intervals_dividing(seconds: int, longest: int = 150) -> str:
+    """The scrape intervals of 10 s to `longest` (150 s) that divide `seconds`, written as settings take them (where
+    none does, `seconds` itself)."""
+    return ", ".join(f"{n}s" for n in range(10, min(longest, 150) + 1) if seconds % n == 0) or f"{seconds}s"
 
 
 # Job names gpudash gives its own scrape jobs beside scrape.job_name (the agent's prometheus.yaml and OTel receiver).

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from itertools import groupby
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_COPIES_ADDED,
                        PER_PROCESS_COPIES_ADDED_ALARM, Catalog)
@@ -1567,26 +1567,13 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             from None
     if not forms:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
-    # the stopped rule's periods hold enough scrapes first (the period its hint asks for fits both backends); the
-    # others' after the periods CloudWatch can evaluate at all
-    stopped_first = forms[0].kind == "unread"
-    if stopped_first:
-        _check_short_periods(alarm, settings)
-    _check_period(alarm, settings)
-    if not stopped_first:
-        _check_short_periods(alarm, settings)
-    window = alarm.period_seconds * alarm.evaluation_periods
-    if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
-        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
-                         f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
-                         f"the latest 3 hours of data only", where=alarm.defined_at,
-                         hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
-    limit, said = evaluation_limit(alarm.period_seconds)
-    if window > limit:
-        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
-                         f"span {window / 3600:g} hours; CloudWatch evaluates an alarm over {said} at most "
-                         f"(PutMetricAlarm refuses more)", where=alarm.defined_at,
-                         hint=f"keep period_seconds x evaluation_periods within {limit:,} s")
+    # the window CloudWatch evaluates first: a period's fix keeps the window (_keeping_window), so told first it led
+    # into this refusal (60 s x 240: 120 s x 120, 4 hours). Then the periods: the stopped rule's hold enough scrapes
+    # first (the period its hint asks for fits both backends), the others' after the periods CloudWatch can evaluate
+    _check_window(alarm, forms[0].kind)
+    for check in ((_check_short_periods, _check_period) if forms[0].kind == "unread" else
+                  (_check_period, _check_short_periods)):
+        check(alarm, settings)
     if forms[0].kind == "unread":  # the GPU stopped reporting rule: each node's GPUs unread, per cluster
         return each([lambda c: _unread_request(alarm, settings, forms[0].plan, c)])
     requests = []
@@ -1639,6 +1626,23 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             requests.append({"Region": region, "Request": request})
         return requests
     return each(builders)
+
+
+def _check_window(alarm: Alarm, kind: str) -> None:
+    """The alarm's window (period x evaluation periods) is one CloudWatch evaluates: a Metrics Insights alarm's the
+    latest 3 hours (a static pod's alarm, of metric math, is not one), and any alarm's PutMetricAlarm's limit."""
+    window = alarm.period_seconds * alarm.evaluation_periods
+    if window > ALARM_WINDOW_SECONDS and kind != "static":
+        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
+                         f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
+                         f"the latest 3 hours of data only", where=alarm.defined_at,
+                         hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
+    limit, said = evaluation_limit(alarm.period_seconds)
+    if window > limit:
+        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
+                         f"span {window / 3600:g} hours; CloudWatch evaluates an alarm over {said} at most "
+                         f"(PutMetricAlarm refuses more)", where=alarm.defined_at,
+                         hint=f"keep period_seconds x evaluation_periods within {limit:,} s")
 
 
 EXPRESSION_LENGTH = 2048  # PutMetricAlarm: a MetricDataQuery's Expression holds at most 2,048 characters
@@ -1749,18 +1753,29 @@ def silent_alarms(alarms: Iterable[AlarmRequest]) -> list[str]:
 
 def never_firing_fix(request: dict[str, Any], settings: Settings) -> str:
     """What to do of an alarm never_firing finds, by the scrapes its period holds at scrape.interval `interval`: a
-    data-missing alarm counts under half of them, none at two or fewer, so at 60 s scrapes a 120 s period needs 180 s
-    or a shorter interval (not the bundled 300 s period's 100 s) that divides cloudwatch.period too (30 s)."""
+    data-missing alarm counts under half of them, none at two or fewer, so at 60 s scrapes a 120 s period needs a
+    shorter interval (not the bundled 300 s period's 100 s) dividing it and cloudwatch.period (10 s to 30 s), or 180 s
+    periods in as many as keep its window ('180 s or more' multiplied it: 120 s x 3 at 180 s x 3)."""
     interval = settings.scrape.seconds
-    periods = [m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request.get("Metrics", [])]
-    period = request.get("Period") or next((p for p in periods if isinstance(p, int)), 0)
+    given = [m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request.get("Metrics", [])]
+    period = request.get("Period") or next((p for p in given if isinstance(p, int)), 0)
     if not period or period // interval >= AGENT_SCRAPES:
         return "set missing_data='breaching', or a threshold a period with a reading can be under"
-    longest = next(s for s in range(period // AGENT_SCRAPES, 0, -1)
-                   if period % s == 0 and settings.cloudwatch.period % s == 0)
+    periods = request.get("EvaluationPeriods", 1)
+    needed = request.get("DatapointsToAlarm")
+    window = _Window(period, periods, None if needed in (None, periods) else needed, False)
+    least = _least_period(settings, AGENT_SCRAPES)
+    keep = _keeping_window(window, least, data_missing.fewest_periods(settings),
+                           data_missing.fewest_periods_why(settings))
     return (f"a data-missing alarm counts under half of a period's scrapes, none at {period // interval} a period "
-            f"({period} s at scrape.interval {interval} s): give scrape.interval {longest} s or less, or (an alarm of "
-            f"your own) period_seconds={_least_period(settings, AGENT_SCRAPES)} or more")
+            f"({period} s at scrape.interval {interval} s): "
+            f"{_intervals_up_to(period // AGENT_SCRAPES, period, settings)}, or (an alarm of your own) "
+            f"period_seconds={least}{keep}")
+
+
+# An alarm's periods as a built request holds them, for _keeping_window (never_firing_fix)
+_Window = NamedTuple("_Window", [("period_seconds", int), ("evaluation_periods", int),
+                                 ("datapoints_to_alarm", "int | None"), ("stopped", bool)])
 
 
 def never_firing(request: dict[str, Any]) -> bool:
@@ -1911,7 +1926,7 @@ class _ShortPeriod:
     """One way an alarm's period is too short for the scrape interval: why, the scrapes its period (`periods`=1) or
     its window (`periods`: evaluation_periods) must hold, the least period of whole minutes that holds them, the
     evaluation periods that keep the alarm's window at it (`keep`, _keeping_window) and what the refusal's hint says
-    after scraping more often (`other`)."""
+    after scraping more often (`other`), and whether scraping more often does (`scraping`)."""
     why: str
     scrapes: int
     periods: int
@@ -1919,6 +1934,7 @@ class _ShortPeriod:
     other: str = ""
     keep: str = ""
     per_period: int = 1  # the scrapes each period must hold beside: the data-missing agent alarm's (AGENT_SCRAPES)
+    scraping: bool = True  # whether scraping more often mends it (not the data-missing rule's one period: churn_problem)
 
 
 def _least_period(settings: Settings, scrapes: int, periods: int = 1) -> int:
@@ -1930,12 +1946,20 @@ def _least_period(settings: Settings, scrapes: int, periods: int = 1) -> int:
     return period
 
 
-def _longest_interval(alarm: Alarm, short: _ShortPeriod) -> str:
-    """The longest scrape interval of whole seconds that divides the alarm's period and fits `short.scrapes` of them in
-    its period or window."""
-    span = alarm.period_seconds * short.periods
-    longest = min(span // short.scrapes, alarm.period_seconds // short.per_period)
-    return f"{next(s for s in range(longest, 0, -1) if alarm.period_seconds % s == 0)}s"
+def _longer_intervals(alarm: Alarm, short: _ShortPeriod, settings: Settings) -> str:
+    """`give scrape.interval ...`: the intervals that fit `short.scrapes` of them in the alarm's period or window
+    (`short.per_period` in its period), each of which the settings take (dividing cloudwatch.period) and the alarm
+    does (dividing its period); 'or less' of the longest named 120 s, 90 s, 45 s at 5m, which the settings refuse."""
+    longest = min(alarm.period_seconds * short.periods // short.scrapes, alarm.period_seconds // short.per_period)
+    return _intervals_up_to(longest, alarm.period_seconds, settings)
+
+
+def _intervals_up_to(longest: int, period: int, settings: Settings) -> str:
+    """`give scrape.interval one of 10s, ...`: the scrape intervals of `longest` seconds or less dividing both
+    cloudwatch.period (else the settings refuse it) and the alarm's `period` (_check_period): settings' list
+    (intervals_dividing) of their common divisor, whole minutes both, so 10 s always divides it."""
+    return (f"give scrape.interval one of {intervals_dividing(math.gcd(settings.cloudwatch.period, period), longest)} "
+            f"({longest} s or less, dividing cloudwatch.period and the alarm's period)")
 
 
 # The fewest scrapes a period of an alarm judged over several periods with its missing ones filled holds (filled_problem)
@@ -2020,6 +2044,21 @@ def agent_problem(alarm: Alarm, settings: Settings) -> str:
             f"datapoint, not breaching), so {'it' if one else 'they'} can never fire{_cluster_problem(alarm, interval)}")
 
 
+def churn_problem(alarm: Alarm, settings: Settings) -> str:
+    """Why the data-missing rule is judged over too few periods ("" where it is not): on agent.pipeline: classic its
+    per-GPU alarm over one period fires for a GPU node added or removed (data_missing.fewest_periods, node_churn: the
+    node's GPUs are short of observations in the period it came or left, and a removed node's short datapoint stays the
+    latest), measured through the agent model at 300 s x 1, at 30 s and 60 s scrapes, in ALARM 12 minutes after a node
+    removed and 2 after one added (over 2 periods at none). Scraping more often does not mend it."""
+    fewest = data_missing.fewest_periods(settings)
+    if not _with_agent_alarm(alarm, settings) or alarm.evaluation_periods >= fewest:
+        return ""
+    return (f"it is judged over one period (evaluation_periods={alarm.evaluation_periods}), and on agent.pipeline: "
+            f"classic its alarm per GPU fires over one period for a GPU node added or removed: the node's GPUs are "
+            f"short of observations in the period it came or left, and a removed node's short datapoint stays the "
+            f"latest, so the alarm stays in ALARM minutes after (over {fewest} periods running it fires for neither)")
+
+
 def _scrapes(count: int) -> str:
     return f"{count} scrape{'' if count == 1 else 's'}"
 
@@ -2041,7 +2080,8 @@ def _cluster_problem(alarm: Alarm, interval: int) -> str:
 def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     """Each way `alarm`'s period is too short for settings' scrape interval: a stopped rule's period on either backend
     (stopped_gpus.period_problem), and off the add-on a several-period alarm with missing data filled (filled_problem)
-    and the data-missing rule's window (window_problem) and period (agent_problem), said together."""
+    and the data-missing rule's window (window_problem), period (agent_problem) and periods (churn_problem), said
+    together."""
     interval = settings.scrape.seconds
     stopped, filled_least = (_least_period(settings, scrapes) for scrapes in (stopped_gpus.SCRAPES_PER_PERIOD,
                                                                               FILLED_SCRAPES_PER_PERIOD))
@@ -2052,15 +2092,24 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     filled = filled_problem(alarm, interval)
     # the data-missing rule's window and period said at once, with one fix: the least period holding AGENT_SCRAPES
     # holds the window's scrapes too, at the rule's fewest periods (data_missing.fewest_periods)
-    missing = "; ".join(problem for problem in (window_problem(alarm, settings), agent_problem(alarm, settings))
-                        if problem)
-    least = _least_period(settings, AGENT_SCRAPES)
+    scraped = [problem for problem in (window_problem(alarm, settings), agent_problem(alarm, settings)) if problem]
+    missing = "; ".join(scraped + [problem for problem in [churn_problem(alarm, settings)] if problem])
+    fewest = data_missing.fewest_periods(settings)
+    least = _dividing_period(alarm, settings, _least_period(settings, AGENT_SCRAPES), fewest)
     return found + [short for short in (
         filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, filled_least, other=", or missing_data='missing'",
                                 keep=_keeping_window(alarm, filled_least)),
         missing and _ShortPeriod(missing, WINDOW_SCRAPES, alarm.evaluation_periods, least, per_period=AGENT_SCRAPES,
-                                 keep=_keeping_window(alarm, least, data_missing.fewest_periods(settings),
-                                                      data_missing.fewest_periods_why(settings)))) if short]
+                                 keep=_keeping_window(alarm, least, fewest, data_missing.fewest_periods_why(settings)),
+                                 scraping=bool(scraped))) if short]
+
+
+def _dividing_period(alarm: Alarm, settings: Settings, least: int, fewest: int) -> int:
+    """The least period of `least` or more, of whole minutes and whole scrape intervals, of which `fewest` or more span
+    the alarm's window exactly (the data-missing rule's 600 s x 1 on classic: 300 s x 2, not 180 s periods, none of
+    which spans 600 s); `least` where none does."""
+    window, step = alarm.period_seconds * alarm.evaluation_periods, math.lcm(60, settings.scrape.seconds)
+    return next((period for period in range(least, window // fewest + 1, step) if window % period == 0), least)
 
 
 def _bundled(settings: Settings) -> bool:
@@ -2075,8 +2124,8 @@ def _check_short_periods(alarm: Alarm, settings: Settings) -> None:
         return
     for short in _short_periods(alarm, settings):
         raise InputError(f"alarm {alarm.id!r}: {short.why}", where=alarm.defined_at,
-                         hint=f"give the alarm period_seconds={short.least}{short.keep}, or scrape more "
-                              f"often{short.other}")
+                         hint=f"give the alarm period_seconds={short.least}{short.keep}"
+                              f"{', or scrape more often' if short.scraping else ''}{short.other}")
 
 
 def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str, str, str]]:
@@ -2088,8 +2137,8 @@ def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str
         return []
     found = [(alarm, short) for alarm in alarms for short in _short_periods(alarm, settings)]
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {short.why}",
-             f"give scrape.interval {_longest_interval(alarm, short)} or less, "
-             f"or copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "
+             f"{f'{_longer_intervals(alarm, short, settings)}, or ' if short.scraping else ''}"
+             f"copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "
              f"period_seconds={short.least}{short.keep}")
             for alarm, short in sorted(found, key=lambda pair: not pair[0].stopped)]
 
@@ -2098,7 +2147,7 @@ def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str
 SHORT_PERIOD_RULE = "AL029"
 
 
-def _keeping_window(alarm: Alarm, least: int, fewest: int = 1, why_fewest: str = "") -> str:
+def _keeping_window(alarm: Alarm | _Window, least: int, fewest: int = 1, why_fewest: str = "") -> str:
     """What a longer period `least` asks of an alarm judged over several periods so that it judges the span it says:
     the bundled idle alarm's 6 periods of 300 s (idle_minutes 30) at 600 s periods would span 60 minutes, its
     description still saying 30; the stopped rule's 2 periods of 300 s, 20 minutes, its description saying 10; the
@@ -2108,8 +2157,9 @@ def _keeping_window(alarm: Alarm, least: int, fewest: int = 1, why_fewest: str =
     periods, left = divmod(window, least)
     if not left and periods >= fewest:
         return f" and {_periods_of(alarm, periods)}, which keep its window of {window} s"
-    if periods >= fewest:
-        choices, why = (periods, periods + 1), f"no whole number of {least} s periods spans its window of {window} s"
+    if periods >= fewest:  # the longer choice only within the 3 hours CloudWatch reads (_check_window)
+        choices = tuple(n for n in (periods, periods + 1) if n == periods or n * least <= ALARM_WINDOW_SECONDS)
+        why = f"no whole number of {least} s periods spans its window of {window} s"
     else:
         choices = (fewest,)
         why = (f"{'one period' if fewest == 1 else f'{fewest} periods'} of {least} s {'is' if fewest == 1 else 'are'} "
@@ -2118,7 +2168,7 @@ def _keeping_window(alarm: Alarm, least: int, fewest: int = 1, why_fewest: str =
     return f" ({why}: give it {said}, and say that span in its description)"
 
 
-def _periods_of(alarm: Alarm, periods: int) -> str:
+def _periods_of(alarm: Alarm | _Window, periods: int) -> str:
     """evaluation_periods=`periods`, and the datapoints_to_alarm of the same share where the alarm sets one (the
     data-missing rule's 2 of 2 at one period: 1 of 1, which the model takes, not 2 of 1)."""
     needed = None if alarm.stopped else alarm.datapoints_to_alarm  # (the stopped rule: every period, Alarm)

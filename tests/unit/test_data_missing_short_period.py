@@ -129,14 +129,28 @@ def test_the_bundled_data_missing_fix_followed_at_150s_fires_as_the_rule_does(at
         assert _fired(at_150s["two periods"], story, _times(150)) == {"cluster": {59, 60}}
 
 
-@pytest.mark.parametrize("story, fired", [("a node removed", 18), ("a node added", 3)])
-def test_on_classic_one_period_of_the_data_missing_rule_fires_for_a_node_coming_or_going(story, fired, tmp_path):
-    """Why its fix on agent.pipeline: classic keeps two periods (data_missing.fewest_periods): its per-GPU alarm over
-    one period of 600 s reads the period a node came or left as short of observations."""
-    one = _built(tmp_path / "one", 150, "classic", "evaluation_periods=1, datapoints_to_alarm=1, period_seconds=600,")
-    assert len(_fired(one, story, _times(150)).get("per-gpu", set())) == fired
-    two = _built(tmp_path / "two", 150, "classic", "evaluation_periods=2, datapoints_to_alarm=2, period_seconds=600,")
-    assert _fired(two, story, _times(150)) == {}
+def _one_period(files: dict[str, str]) -> dict[str, str]:
+    """A build of the rule over two periods whose per-GPU alarm is judged over one (generate refuses the rule of one
+    period on agent.pipeline: classic, so the alarm judged is the two periods' alarm edited so)."""
+    document = json.loads(files["cloudwatch/alarms.json"])
+    for alarm in document["alarms"]:
+        if alarm["Request"]["AlarmName"].endswith("-gpu-data-missing-per-gpu-critical"):
+            alarm["Request"].update({"EvaluationPeriods": 1, "DatapointsToAlarm": 1})
+    return {**files, "cloudwatch/alarms.json": json.dumps(document)}
+
+
+@pytest.mark.parametrize("interval, period, story, fired", [
+    (150, 600, "a node removed", 18), (150, 600, "a node added", 3),
+    (60, 300, "a node removed", 12), (60, 300, "a node added", 2)])
+def test_on_classic_one_period_of_the_data_missing_rule_fires_for_a_node_coming_or_going(interval, period, story, fired,
+                                                                                        tmp_path):
+    """Why its fix on agent.pipeline: classic keeps two periods (data_missing.fewest_periods) and a rule of the user's
+    of one period is refused there (render.alarms.churn_problem): its per-GPU alarm over one period reads the period a
+    node came or left as short of observations."""
+    two = _built(tmp_path / "two", interval, "classic",
+                 f"evaluation_periods=2, datapoints_to_alarm=2, period_seconds={period},")
+    assert _fired(two, story, _times(interval)) == {}
+    assert len(_fired(_one_period(two), story, _times(interval)).get("per-gpu", set())) == fired
 
 
 def test_at_five_minute_scrapes_at_the_minutes_edge_the_cluster_alarm_fires_where_no_exporter_stopped(tmp_path):

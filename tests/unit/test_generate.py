@@ -336,7 +336,7 @@ def test_json_output_holds_every_warning_and_note_the_text_shows(tmp_path, cli):
     # the data-missing rule's agent alarm, which can never fire at 5m, is said once, with the rule's short period
     (missing,) = [n for n in answer["warnings"] if "'gpu-data-missing'" in n["message"]]
     assert missing["rule"] == "AL029" and "so it can never fire" in missing["message"] and missing["fix"].startswith(
-        "give scrape.interval 100s or less") and not any(n["rule"] == "AL028" for n in answer["warnings"])
+        "give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s (100 s or less") and not any(n["rule"] == "AL028" for n in answer["warnings"])
     assert not any(n["rule"] == "AL027" for n in answer["notes"])  # the OTel pipeline judges every rule
 
 

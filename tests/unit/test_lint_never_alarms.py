@@ -104,9 +104,10 @@ def alarms(ctx):
 
 def test_the_fix_reads_the_alarms_own_period(cli, tmp_path):
     """A data-missing alarm of 120 s periods at 60 s scrapes holds two a period, under half of them none: the fix names
-    an interval that holds three in its period and divides cloudwatch.period (30 s), or a period of three (180 s); it
-    said 'a shorter interval (100 s or less)', the bundled 300 s period's, at 60 s already. generate refuses a user's
-    rule of such periods (render.alarms.agent_problem), so the alarm linted is a build's, its period edited to 120 s."""
+    the intervals that hold three in its period and divide it and cloudwatch.period (10 s to 30 s), or periods of three
+    (180 s) in as many as keep its window; it said 'a shorter interval (100 s or less)', the bundled 300 s period's, at
+    60 s already. generate refuses a user's rule of such periods (render.alarms.agent_problem), so the alarm linted is
+    a build's, its period edited to 120 s."""
     project = defined_project(tmp_path, CLUSTER + "scrape:\n  interval: 60s\n", alarms=GONE.replace(
         "period_seconds=120", "period_seconds=180"))
     artifacts = build(project)
@@ -116,11 +117,21 @@ def test_the_fix_reads_the_alarms_own_period(cli, tmp_path):
     edited = tuple(replace(a, request=request) if a is agent else a for a in artifacts.alarms)
     (finding,) = run([rule for rule in RULES if rule.id == "AL028"], lint_input(project, artifacts, alarms=edited))
     assert ("a data-missing alarm counts under half of a period's scrapes, none at 2 a period (120 s at scrape.interval "
-            "60 s): give scrape.interval 30 s or less, or (an alarm of your own) period_seconds=180 or more"
-            ) in finding.message and "100 s" not in finding.message
+            "60 s): give scrape.interval one of 10s, 12s, 15s, 20s, 30s (40 s or less, dividing cloudwatch.period and "
+            "the alarm's period), or (an alarm of your own) period_seconds=180 and evaluation_periods=2, which keep its "
+            "window of 360 s") in finding.message and "100 s" not in finding.message
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
     assert code == 0 and "can never be in ALARM" not in stderr, stderr
     (tmp_path / "alarms" / "alarms.py").write_text(GONE)  # a user's rule of 120 s periods: refused, with the same period
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
     assert code == 2 and ("fix: give the alarm period_seconds=180 and evaluation_periods=2, which keep its window of "
                           "360 s") in stderr, stderr
+    # each way of the lint's fix followed builds the rule without a word of it: 180 s x 2 ('180 or more' gave 180 s x 3,
+    # 540 s), or the 120 s periods at the longest interval named (30 s; '30 s or less' named 25 s too, which 120 s is
+    # not a whole number of)
+    for periods, interval in (("period_seconds=180, evaluation_periods=2", "60s"),
+                              ("period_seconds=120, evaluation_periods=3", "30s")):
+        (tmp_path / "alarms" / "alarms.py").write_text(GONE.replace("period_seconds=120, evaluation_periods=3", periods))
+        (tmp_path / "gpudash.yaml").write_text(CLUSTER + f"scrape:\n  interval: {interval}\n")
+        code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
+        assert code == 0 and "can never be in ALARM" not in stderr and "'gone'" not in stderr, stderr

@@ -9,6 +9,7 @@ scrape, the data-missing rule's 10-minute window two.
 from __future__ import annotations
 
 import json
+import re
 
 
 def _said(tmp_path, cli):
@@ -43,3 +44,33 @@ def test_lint_of_a_build_at_the_default_interval_says_no_short_period(tmp_path, 
     code, stdout, _ = cli("lint", "--config", str(tmp_path / "gpudash.yaml"), "--from", str(tmp_path / "build"),
                           "--output", "json")
     assert code == 0 and [f for f in json.loads(stdout)["findings"] if f["rule"] == "AL029"] == []
+
+
+def test_each_scrape_interval_a_fix_names_is_taken_and_mends_its_alarm(tmp_path, cli):
+    """At 5m the fixes said 'give scrape.interval 150s or less' (and '100s or less'): 120s, 90s and 45s are less, and
+    the settings refuse each (cloudwatch.period 300 s is not a whole number of scrape intervals). A fix names the
+    intervals the settings take, their refusal's own list up to the longest the alarm's scrapes allow, and the longest
+    and the shortest followed build without that alarm's warning."""
+    warned, _, _ = _said(tmp_path, cli)
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text("scrape:\n  interval: 2m\nagent:\n  pipeline: otel\n")
+    code, stdout, _ = cli("generate", "--config", str(settings), "--out", str(tmp_path / "refused"), "--output", "json")
+    assert code == 2
+    taken = re.findall(r"\b\d+s\b", json.loads(stdout)["error"]["fix"])
+    named: dict[str, list[str]] = {}
+    for _, message, fix in warned:
+        listed = re.match(r"give scrape\.interval one of ((?:\d+s, )*\d+s) \(", fix).group(1).split(", ")
+        assert listed == [interval for interval in taken if int(interval[:-1]) <= int(listed[-1][:-1])]
+        for interval in listed:
+            named.setdefault(interval, []).append(re.search(r"alarm '([^']+)'", message).group(1))
+    assert sorted(named, key=lambda interval: int(interval[:-1])) == taken
+    assert [interval for interval, alarms in named.items() if len(alarms) < 3] == ["150s"]  # the data-missing rule's
+    # 150s: two scrapes a period, under the three its agent alarm counts. Each listed is one of the settings' own; built
+    # here, the longest of each fix and the shortest
+    for interval, alarms in ((interval, named[interval]) for interval in ("150s", "100s", "10s")):
+        settings.write_text(f"scrape:\n  interval: {interval}\nagent:\n  pipeline: otel\n")
+        code, stdout, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / interval),
+                                   "--output", "json")
+        assert code == 0, stderr
+        still = [n["message"] for n in json.loads(stdout)["warnings"] if n["rule"] == "AL029"]
+        assert [alarm for alarm in alarms if any(f"'{alarm}'" in message for message in still)] == [], interval

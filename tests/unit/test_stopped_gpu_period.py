@@ -80,13 +80,16 @@ def test_the_bundled_rule_at_five_minute_scrapes_is_kept_and_said(tmp_path, cli)
     assert code == 0, stderr
     assert ("alarm 'gpu-stopped-reporting' (bundled): its period of 300 s is under 2 scrape intervals "
             "(scrape.interval 300 s)") in stderr
-    assert "fix: give scrape.interval 150s or less, or copy the bundled alarms" in stderr
+    assert ("fix: give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s, 150s (150 s or less, dividing cloudwatch.period and the "
+            "alarm's period), or copy the bundled alarms") in stderr
     rules = (tmp_path / "build" / "prometheus" / "rules.yaml").read_text()
     assert "GpudashGpuStoppedReporting" in rules
     code, stdout, _ = cli("generate", "--config", str(settings), "--out", str(tmp_path / "json"), "--output", "json")
     (warning,) = [n for n in json.loads(stdout)["warnings"] if "gpu-stopped-reporting" in n["message"]]
     # its copy at 600 s periods keeps the 10 minutes its description names in one period, not two (20 minutes)
-    assert warning["fix"] == ("give scrape.interval 150s or less, or copy the bundled alarms into a folder of your own, "
+    assert warning["fix"] == ("give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s, 150s (150 s or less, dividing "
+                              "cloudwatch.period and the alarm's period), or copy the bundled alarms into a folder of "
+                              "your own, "
                               "named in definitions.alarms, and give it period_seconds=600 and evaluation_periods=1, "
                               "which keep its window of 600 s")
 
@@ -131,3 +134,21 @@ def test_datapoints_to_alarm_of_fewer_periods_is_refused_and_the_fix_names_none(
     assert ("  fix: give the alarm period_seconds=60 (no whole number of 60 s periods spans its window of 210 s: give "
             "it evaluation_periods=3 (180 s) or evaluation_periods=4 (240 s), and say that span in its description), "
             "or scrape more often") in stderr.splitlines()
+
+
+def test_a_fix_whose_longer_period_does_not_divide_three_hours_names_no_span_past_them(tmp_path, cli):
+    """240 s x 45 at 240 s scrapes spans the 3 hours a Metrics Insights alarm reads; no whole number of the 480 s periods
+    the rule asks for spans them, and the next above (23 x 480 s, 11040 s) would be refused: the fix names 22 alone,
+    which followed builds at 480 s x 22 with no refusal or warning of the rule."""
+    settings = _project(tmp_path, 240, 45, 240)
+    settings.write_text(settings.read_text() + "cloudwatch:\n  period: 3600\n")
+    _, stderr = refusal(cli, settings, tmp_path)
+    assert ("  fix: give the alarm period_seconds=480 (no whole number of 480 s periods spans its window of 10800 s: "
+            "give it evaluation_periods=22 (10560 s), and say that span in its description), or scrape more often"
+            ) in stderr.splitlines()
+    (tmp_path / "alarms" / "mine.py").write_text(_alarm(480, 22))
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "b2"))
+    assert code == 0 and "'gpu-gone'" not in stderr, stderr
+    (request,) = [a["Request"] for a in json.loads((tmp_path / "b2" / "cloudwatch" / "alarms.json").read_text())[
+        "alarms"] if "gpu-gone" in a["Request"]["AlarmName"]]
+    assert request["EvaluationPeriods"] == 22
