@@ -2685,8 +2685,12 @@ class _Merge:
         (`physical`'s `indexless`): one per UUID of NVIDIA's form, drawn at the one index its naming keeps."""
         if by_uuid:
             series = _uuid_one(series)
+        # a panel's increase over the range: named from the range's copies, by_uuid at the index the lines beside it
+        # draw the GPU at (the step's presence first, _one_index_per_uuid; a rule's _newest_index counts the copies'
+        # samples within the span, which a range shorter than the new exporter's life gives the old one fewer of)
         return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels, self.node,
-                          self.whole and span != f"{RANGE_MS}ms", by_uuid=by_uuid, indexless=self.uuid_counter)
+                          self.whole and (span != f"{RANGE_MS}ms" or by_uuid), by_uuid=by_uuid,
+                          indexless=self.uuid_counter)
 
     def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
         """The rates or increases of the physical GPUs (`physical`, `named`) that stood under one node and index (and
@@ -3068,11 +3072,12 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             late_blanks, successive_labels(metric)))
     if metric not in MIG_UNSUPPORTED:
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)
-        # an alert's increase per GPU: a GPU named by a UUID of NVIDIA's form one counter whatever its index, its
-        # period's increase then drawn at the one index its naming keeps (two exporters numbering a node's GPUs apart
-        # added two GPUs' increases at one index, 3,660 replays for 2,400, and alerted twice for a node they spelled
-        # apart: tests/integration/test_exporter_overlap_counter_lines.py)
-        by_uuid = counter and over_time is not None and as_increase and not merge.uuid_counter
+        # an alert's increase per GPU, and a panel's over the dashboard's range: a GPU named by a UUID of NVIDIA's form
+        # one counter whatever its index, its increase then drawn at the one index its naming keeps (two exporters
+        # numbering a node's GPUs apart added two GPUs' increases at one index, 3,660 replays for 2,400, and alerted
+        # twice for a node they spelled apart: tests/integration/test_exporter_overlap_counter_lines.py; the health
+        # dashboard's remapped rows read 21, 21, 31 for 23, 10, 16: test_exporter_overlap_counter_bars.py)
+        by_uuid = counter and as_increase and not merge.uuid_counter
         copies = merge.physical("{0}", own_labels, not as_increase, by_uuid) if counter else None
 
         def fields(more: list[str], copies: str | None, unfiltered: bool = False, over=over_time) -> str:
@@ -3985,14 +3990,18 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     if node is not None:  # on a GPU the range places on the node picked (on_node)
         placing = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
         named = f"({named} and on ({_listed(gpu)}) {on_node(query.metric, placing, labels)})"
-    # each GPU a pod was named on (by its UUID, whichever node spelling the copy naming it carries) under the node the
-    # rates name it by (gpu_names: the same names, read from the same copies)
-    pods = f"max by ({_listed((*gpu, *(label_name(k, labels) for k in keys if k != 'node')))}) ({named})"
+    # each GPU a pod was named on (by its UUID, whichever node spelling the copy naming it carries; a UUID of NVIDIA's
+    # form whatever index its copies give it, _uuid_one) under the node and at the index the rates draw it at
+    # (named_gpus' `by_uuid`: the same names, read from the same copies, one index kept of the UUID)
+    one = (labels.cluster, GPU_LABEL, ONE_LABEL)
+    pods = f"max by ({_listed((*one, *(label_name(k, labels) for k in keys if k != 'node')))}) ({_uuid_one(named)})"
     # the GPU named as its rate is (the same names, every node's): a node picked that the variable does not offer (an
     # old exporter's own pod name in Hostname, kept in a link) left the pod out where the other per-pod panels showed
-    # it, its rate named by the step's name (the node)
-    names = gpu_names(query.metric, list(everywhere.naming(labels)), window, resolution, labels, None, whole=True)
-    pods = f"({pods} + on ({_listed(gpu)}) group_left ({labels.node}) (0 * {names}))"
+    # it, its rate named by the step's name (the node). Keyed by UUID and index, two exporters numbering a node's GPUs
+    # apart named a pod's GPU at both indexes, each joined to the rate drawn there: the pod read its GPU's rate and that
+    # of the GPU the new exporter put at its old index (1,000,000 mW for 300,000 through the overlap)
+    pods = named_gpus(pods, (query.metric,), list(everywhere.naming(labels)), window, resolution, labels, None,
+                      True, by_uuid=True)
     once = _listed((*(label_name(k, labels) for k in (*keys, *slot) if k != "node" or k in keys), GPU_LABEL))
     return (f"{query.aggregation} by ({_listed(label_name(k, labels) for k in keys)}) "
             f"(max by ({once}) ({pods} * 0 + on ({on}) group_left () {rates}))")
