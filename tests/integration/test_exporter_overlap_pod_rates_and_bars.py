@@ -1,0 +1,128 @@
+"""The by-pod dashboard's energy rate of each pod's GPUs and the health dashboard's remapped-rows bars (a counter's
+increase per GPU over the range) through test_exporter_overlap_counter_lines.py's rollouts, as a scraping Prometheus
+stores them: three nodes of 3 GPUs, each old exporter scraped at 0 s of each interval, each new one from ROLLOUT, 11 s
+into each interval, numbering the GPUs apart (C, A, B for A, B, C at indexes 0, 1, 2). n1 and n3 with a `node` label
+(n1's exporters overlapping 8 intervals, n3's 4), n2 through a scrape path without one, its old exporter writing its
+own pod's name into `Hostname`, its new one the node into `hostname` (4 intervals). Both exporters read one device
+counter per GPU, and each GPU's series name the pod holding it (ml/train-a for A, and so on). Each story is told with
+the new exporters' readings taken at their scrapes, and with them taken 24 s before (an exporter serves what DCGM
+collected on its own clock: the new copy's reading older than the old copy's of the same moment), and each again with
+the new exporters numbering the GPUs as the old ones do (the truth the numbering apart must read alike).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.counter_rollout import (ALIKE, EXPORTER_POD, EXPORTERS, ROLLOUT, SPAN, STEP, WATTS,
+                                           counters_scraped, pod_of)
+from tests.support.projects import bundled_panels, bundled_project
+from tests.support.prometheus_server import written_fixture
+from tests.support.range_panels import panel_at
+
+ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+UNCORRECTABLE, CORRECTABLE = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"
+# each counter's growth a second per watt of its GPU (the correctable rows grow twice as fast)
+COUNTERS = {ENERGY: 1000, UNCORRECTABLE: 0.0001, CORRECTABLE: 0.0002}
+BARS = {"Rows remapped (uncorrectable)": UNCORRECTABLE, "Rows remapped (correctable)": CORRECTABLE}
+LAG = 24  # seconds a late story's new exporters' readings are older than their scrapes
+
+
+def _story(exporters, lag: int):
+    return lambda start: counters_scraped(start, COUNTERS, exporters, pods=True, lag=lag)
+
+
+apart = written_fixture("exporter-overlap-pod-rates-apart", _story(EXPORTERS, 0), SPAN, STEP)
+alike = written_fixture("exporter-overlap-pod-rates-alike", _story(ALIKE, 0), SPAN, STEP)
+apart_late = written_fixture("exporter-overlap-pod-rates-apart-late",
+                             _story(EXPORTERS, LAG), SPAN, STEP)
+alike_late = written_fixture("exporter-overlap-pod-rates-alike-late", _story(ALIKE, LAG), SPAN, STEP)
+STORIES = {"in scrape order": ("apart", "alike"), "new readings 24 s old": ("apart_late", "alike_late")}
+NEW = {"n1": "CAB", "n2": "FDE", "n3": "IGH"}  # the new exporters' numbering
+OLD = {"n1": "ABC", EXPORTER_POD: "DEF", "n3": "GHI"}
+
+
+def _shown(story, title: str, at: int, span: int = SPAN) -> dict[str, float]:
+    prometheus, start = story
+    return panel_at(prometheus, bundled_project(), bundled_panels()[title], start + at, span)
+
+
+def _pods(per_watt: float) -> dict[str, float]:
+    """Each pod's line: the rate of the one GPU it holds."""
+    return {f"Pod ml/{pod_of(name)}": WATTS[name] * per_watt for name in WATTS}
+
+
+def _by_gpu(shown: dict[str, float], nodes: dict[str, str]) -> dict[str, float]:
+    """A per-GPU panel's values by GPU name, its legends ('n1 GPU 0') read as `nodes` number the GPUs."""
+    named = {}
+    for legend, value in shown.items():
+        node, _, index = legend.rpartition(" GPU ")
+        named[nodes[node][int(index)]] = value
+    return named
+
+
+def _legends(nodes: dict[str, str]) -> set[str]:
+    return {f"{node} GPU {index}" for node, order in nodes.items() for index in range(len(order))}
+
+
+@pytest.mark.parametrize("story", list(STORIES))
+def test_before_the_rollouts_each_pod_reads_its_gpus_energy_rate(request, story):
+    """A minute before the rollouts: each pod its GPU's energy rate (its watts times 1,000 mW)."""
+    rolled = request.getfixturevalue(STORIES[story][0])
+    assert _shown(rolled, "Energy use rate of each pod's GPUs", ROLLOUT - 60) == pytest.approx(_pods(1000))
+
+
+@pytest.mark.parametrize("after", [15, 45, 60, 100, 150, 200, 215, 240, 300, 400])
+@pytest.mark.parametrize("story", list(STORIES))
+def test_each_pod_reads_its_gpus_energy_rate_through_the_overlaps(request, story, after):
+    """Through the overlaps (and after) each pod reads its own GPU's energy rate, as with the new exporters numbering
+    the GPUs alike: train-a 300,000 mW, train-b 500,000, train-c 700,000 (A, B, C on n1), and so on. Before, a pod's
+    GPU was named at the old exporter's index and at the new one's, each joined to the rate the per-GPU lines draw
+    there: train-a read 1,000,000 mW (its GPU's 300,000 and the 700,000 of C, which the new exporter put at A's old
+    index), train-b 800,000, train-c 1,200,000, from the new exporters' first rate to the old ones' last."""
+    rolled, truth = (request.getfixturevalue(name) for name in STORIES[story])
+    shown = _shown(rolled, "Energy use rate of each pod's GPUs", ROLLOUT + after)
+    assert shown == pytest.approx(_shown(truth, "Energy use rate of each pod's GPUs", ROLLOUT + after))
+    assert shown == pytest.approx(_pods(1000))
+
+
+@pytest.mark.parametrize("span", [300, SPAN])
+@pytest.mark.parametrize("title", list(BARS))
+@pytest.mark.parametrize("story", list(STORIES))
+def test_before_the_rollouts_each_gpu_has_one_remapped_rows_bar(request, story, title, span):
+    """A minute before the rollouts: a bar per GPU under its node (n2's under the old exporter's pod's name), each the
+    value the same GPUs read numbered alike."""
+    rolled, truth = (request.getfixturevalue(name) for name in STORIES[story])
+    shown = _shown(rolled, title, ROLLOUT - 60, span)
+    assert set(shown) == _legends(OLD)
+    assert shown == pytest.approx(_shown(truth, title, ROLLOUT - 60, span))
+
+
+@pytest.mark.parametrize("after", [15, 45, 60, 100, 150, 200, 240, 300, 400])
+@pytest.mark.parametrize("span", [300, SPAN])
+@pytest.mark.parametrize("title", list(BARS))
+@pytest.mark.parametrize("story", list(STORIES))
+def test_each_gpu_has_one_remapped_rows_bar_at_the_new_index_through_the_overlaps(request, story, title, span, after):
+    """Over a range of 5 minutes or an hour ending through the overlaps (and after), a bar per GPU, at the new
+    exporter's index, under its node (n2's under n2), each the GPU's rows as the same rollout numbering alike reads
+    them (one counter per UUID of NVIDIA's form, whichever exporter read it). Before, the copies were keyed by UUID
+    and index and added up per node and index: at 180 s over 5 minutes 'n1 GPU 0' read 21 uncorrectable rows for 23
+    (A's part and C's), and n2's GPUs had bars under the old exporter's pod's name beside n2's."""
+    rolled, truth = (request.getfixturevalue(name) for name in STORIES[story])
+    shown = _shown(rolled, title, ROLLOUT + after, span)
+    assert set(shown) == _legends(NEW)
+    assert _by_gpu(shown, NEW) == pytest.approx(_by_gpu(_shown(truth, title, ROLLOUT + after, span),
+                                                         {"n1": "ABC", "n2": "DEF", "n3": "GHI"}))
+
+
+@pytest.mark.parametrize("after", [60, 150, 180, 300, 400])
+@pytest.mark.parametrize("title", list(BARS))
+def test_each_remapped_rows_bar_reads_its_gpus_own_rows(apart, title, after):
+    """Over the 5 minutes to 60, 150, 180, 300 and 400 s after the rollouts each bar reads its own GPU's rows: its rate
+    (watts times the counter's growth a watt) over the 300 s the range's scrapes grew in, give or take a scrape
+    interval (the range counts from the scrape before it: 330 s where a scrape falls on the range's start; 281 s at
+    400 s, the new exporters scraped 11 s past the range's 30 s grid, as with the GPUs numbered alike). Before, at
+    180 s n1's bars read 21, 21, 31 uncorrectable rows for 23, 10, 16 (C, A, B)."""
+    shown = _by_gpu(_shown(apart, title, ROLLOUT + after, 300), NEW)
+    seconds = {name: rows / (WATTS[name] * COUNTERS[BARS[title]]) for name, rows in shown.items()}
+    assert set(seconds) == set(WATTS) and all(270 <= grown <= 331 for grown in seconds.values()), seconds
