@@ -3076,7 +3076,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         # one counter whatever its index, its increase then drawn at the one index its naming keeps (two exporters
         # numbering a node's GPUs apart added two GPUs' increases at one index, 3,660 replays for 2,400, and alerted
         # twice for a node they spelled apart: tests/integration/test_exporter_overlap_counter_lines.py; the health
-        # dashboard's remapped rows read 21, 21, 31 for 23, 10, 16: test_exporter_overlap_counter_bars.py)
+        # dashboard's remapped rows read 21, 21, 31 for 23, 10, 16: test_exporter_overlap_pod_rates_and_bars.py)
         by_uuid = counter and as_increase and not merge.uuid_counter
         copies = merge.physical("{0}", own_labels, not as_increase, by_uuid) if counter else None
 
@@ -3999,7 +3999,8 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     # old exporter's own pod name in Hostname, kept in a link) left the pod out where the other per-pod panels showed
     # it, its rate named by the step's name (the node). Keyed by UUID and index, two exporters numbering a node's GPUs
     # apart named a pod's GPU at both indexes, each joined to the rate drawn there: the pod read its GPU's rate and that
-    # of the GPU the new exporter put at its old index (1,000,000 mW for 300,000 through the overlap)
+    # of the GPU the new exporter put at its old index (1,000,000 mW for 300,000 through the overlap:
+    # test_exporter_overlap_pod_rates_and_bars.py)
     pods = named_gpus(pods, (query.metric,), list(everywhere.naming(labels)), window, resolution, labels, None,
                       True, by_uuid=True)
     once = _listed((*(label_name(k, labels) for k in (*keys, *slot) if k != "node" or k in keys), GPU_LABEL))
