@@ -233,14 +233,17 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     named, unnamed = pod_named(project.settings.labels), pod_unnamed(project.settings.labels)
     assert by_pod and all("sum_over_time(gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase{" in e
                           and packed("namespace, pod, UUID") not in e and "rate(" not in e for e in by_pod)
-    # each GPU once per pod by its UUID (gpudash_gpu), under the node its rate is named by: an upgrade renaming the
-    # node makes no second GPU
+    # each GPU once per pod by its UUID (gpudash_gpu; of NVIDIA's form, whatever its index: gpudash_u), under the node
+    # and at the index its rate is named by: an upgrade renaming the node makes no second GPU, nor one numbering the
+    # node's GPUs apart
     # (less the GPUs a scrape found idle: promql.idle_gpus); a pod named by a copy of any node spelling (one selector,
     # no node matcher: the node variable picks the GPUs by their names, which the range gives them)
     assert all(e.startswith(packed("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by "
-                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(label_replace(label_join("
+                                   "(cluster, gpudash_gpu, gpudash_u, namespace, pod) (label_replace(label_join("
+                                   "label_replace(label_join(label_replace(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
                                    f"pod=~\"$pod\", gpu=~\"$gpu\", {named}}}[$__rate_interval]) unless"))
+               and packed("+ on (cluster, gpudash_gpu, gpudash_u) group_left (node, gpu) 0 * topk without (gpu, node) (") in e
                and packed("unless on (cluster, gpudash_uuid, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, "
                           "gpudash_uuid, gpu, GPU_I_ID, GPU_I_PROFILE) (label_replace(label_join(timestamp("
                           f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=~\"$gpu\", {unnamed}}}) or max_over_time("

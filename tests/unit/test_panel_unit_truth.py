@@ -90,12 +90,12 @@ def test_each_built_panel_labels_its_values_in_their_own_unit_on_both_backends(b
     """Grafana's unit id and CloudWatch's axis label of each panel that built name a unit its values are a value of
     unconverted: a number read off either is the truth in the unit it says."""
     artifacts, values = built
-    (grafana,) = artifacts.grafana
+    panels = [p for grafana in artifacts.grafana for p in grafana.model["panels"]]  # (the parts it was cut into)
     by_id = {}
     for unit in UNITS.values():
         by_id.setdefault(unit.grafana, []).append(unit)
     by_label = {unit.label: unit for unit in UNITS.values()}
-    ids = {p["title"]: p["fieldConfig"]["defaults"]["unit"] for p in grafana.model["panels"] if "fieldConfig" in p}
+    ids = {p["title"]: p["fieldConfig"]["defaults"]["unit"] for p in panels if "fieldConfig" in p}
     drawn = [w["properties"] for w in artifacts.cloudwatch_dashboards[0].body["widgets"] if w["type"] == "metric"]
     labels = {panel_title(p["title"]): p["yAxis"]["left"]["label"] for p in drawn}
     assert set(ids) == set(values) and set(labels) <= set(values) and len(labels) >= len(values) // 2
