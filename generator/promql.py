@@ -22,8 +22,9 @@ comes from here, so label handling is designed once:
   once, instance memory adds up, instance activity averages. The node is coalesced
   (below) before the merge, so a GPU is one GPU whichever spelling carries its node.
   A counter's copies are merged per GPU UUID, not per node spelling (_Merge.physical: two exporters of one GPU
-  spelling its node apart, mid-upgrade, count once): an increase from all the copies' readings at once, a rate per
-  node the copies name, then the highest (_Merge.fastest); the GPU is named by one node after (_Merge.named,
+  spelling its node apart, mid-upgrade, count once): an increase from all the copies' readings at once, a panel's rate
+  per node the copies name, then the highest (_Merge.fastest), an alert's rate its period's increase over the
+  period's seconds (_per_gpu); the GPU is named by one node after (_Merge.named,
   gpu_names); another GPU under the same node and index (a node replaced by one of the same name, a GPU swapped) is
   another counter, not a reset of the old one's; the GPUs of one slot add up after their rates or increases
   (_Merge.gpus), as CloudWatch sums their deltas. In a rule over the fleet (grouped by nothing or by cluster) a GPU
@@ -2646,9 +2647,10 @@ class _Merge:
         of one counter, not two GPUs: the energy panel drew `n6 GPU 0` 199,840 and `nvidia-dcgm-exporter-x7k2p GPU 0`
         199,407 mW for one GPU drawing 200,000, and a fleet sum read it twice. An increase reads all the copies at once
         (its sum of deltas does not depend on when within a step a reading was taken), so across a rollout renaming
-        the node the new exporter's readings go on from the old one's. A rate is each copy's (`copy`), then the highest
-        (`fastest`): both exporters' readings in one series, taken at different instants within a step, read a 4 s rate
-        between 134,000 and 266,000 mW for 200,000 (1 s scrapes on a loaded machine). A node replaced by one of the
+        the node the new exporter's readings go on from the old one's. A panel's rate is each copy's (`copy`), then the
+        highest (`fastest`): both exporters' readings in one series, taken at different instants within a step, read a
+        4 s rate between 134,000 and 266,000 mW for 200,000 (1 s scrapes on a loaded machine); an alert's rate is its
+        period's increase over the period's seconds (_per_gpu). A node replaced by one of the
         same name, or a GPU swapped, puts another GPU under the same node and index within a window: its counter is
         another counter, whose first reading is no reset of the old one's (merged by node and index alone, a new GPU
         reading 2 remapped rows after the old one's 5 counted 2 remaps). The CloudWatch agent keeps a counter's
@@ -3077,6 +3079,17 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         # numbering a node's GPUs apart added two GPUs' increases at one index, 3,660 replays for 2,400, and alerted
         # twice for a node they spelled apart: tests/integration/test_exporter_overlap_counter_lines.py; the health
         # dashboard's remapped rows read 21, 21, 31 for 23, 10, 16: test_exporter_overlap_pod_rates_and_bars.py)
+        # an alert's rate: its period's increase (summed_deltas: each exporter's copy held, the copies' own deltas where
+        # their merged reading goes down, the period reckoned on the copy leading at its start) over the period's
+        # seconds, as CloudWatch's rate is its period's deltas over PERIOD(). Read as rate() of the copies sampled at
+        # each step (one series per node the copies name), two exporters' readings of a GPU out of scrape order (each
+        # reads DCGM on its own clock: the new pod's reading, taken 20 s before its scrape 11 s after the old one's,
+        # older than the old pod's latest) went down and up at every scrape, each step down a counter reset: the
+        # fleet's 5-minute energy rate read 250 to 1,530 times its energy through a rollout, 680 to 3,219 times with
+        # one node (tests/integration/test_counter_rules_readings_out_of_order.py). Cost: the increase's (bytes and
+        # Prometheus CPU about 12 and 60 times the rate's at 66 GPUs: docs/performance.md)
+        per_second = counter and over_time is not None and not as_increase
+        as_increase = as_increase or per_second
         by_uuid = counter and as_increase and not merge.uuid_counter
         copies = merge.physical("{0}", own_labels, not as_increase, by_uuid) if counter else None
 
@@ -3114,6 +3127,9 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     f'label_replace({fields([], copies, over=(*over_time[:2], one, *over_time[3:]))}, '
                     f'"{PERIOD_LABEL}", "{k}", "", "")' for k, one in enumerate(periods)) + ")"
                 own_labels = (*own_labels, PERIOD_LABEL)
+            if per_second:
+                scale = catalog.get(metric).unit.rate_scale
+                series = f"({series}{f' * {scale:g}' if scale != 1 else ''} / {_seconds(window)})"
             series = series if as_increase else merge.fastest(series, own_labels)
             series = merge.gpus(merge.named(series, metric, _named_span(window, as_increase, over_time), resolution,
                                             by_uuid), own_labels)

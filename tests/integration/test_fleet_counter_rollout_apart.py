@@ -56,7 +56,7 @@ def test_a_fleet_rule_of_a_counter_reads_each_gpu_once_through_rollouts_numberin
     rollouts, the 5-minute increase up to 1.47 times and the rate up to 1.52 times to 480 s, with a `node` label or
     without. (Where they number alike, a period holding the switch to the new exporter's readings reads the GPU's
     growth between the readings it holds, its scrapes 11 s later: the 1-minute increase 0.79 of the fleet's energy at
-    150 s, the 5-minute one 0.94 to 1.04 and the rate 0.89 to 1.0 to 480 s.)"""
+    150 s, the 5-minute one and the rate, its increase over 300 s, 0.94 to 1.04 to 480 s.)"""
     (prometheus, start), (twin, twin_start) = rolled, alike
     wrong = {}
     for after in range(-60, 601, 10):
