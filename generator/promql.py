@@ -2599,8 +2599,8 @@ class _Merge:
     whole: bool = False  # a panel's: its GPUs named by the dashboard's range (gpus_named's `whole`)
     picked: tuple[str, ...] = ()  # the pod and namespace variables' regexes where held_gpus keeps the GPUs (_left_idle)
     workload_regexes: tuple[str, ...] = ()  # the pod and namespace variables' regexes (a recorded rate's, counted_rate)
-    # a rule's gauge over the fleet (grouped by nothing or by cluster): each GPU (GPU_LABEL) of the rule's span and the
-    # node its newest copy names (newest_nodes); `_slotted`
+    # a rule's gauge over the fleet (grouped by nothing or by cluster): each GPU (GPU_LABEL, ONE_LABEL) of the rule's
+    # span and the node and index its newest copy names (newest_nodes); `_slotted`
     newest_node: str | None = None
     # a rule's counter over the fleet: a GPU named by a UUID of NVIDIA's form one counter whatever its index (physical)
     uuid_counter: bool = False
@@ -2792,28 +2792,40 @@ class _Merge:
             candidates = f"({now} or on ({unfresh}) {later})" if fresh else value
         if blanks is not None:  # a copy lacking an instance: no reading of the GPU
             candidates = f"({candidates} unless on ({on}) {self._incomplete(own, *blanks)})"
-        elif chosen is not None and not fresh:
-            return f"max by ({self._keep(own, apart)}) {self._slotted(candidates)}"
-        return brief_aggregation("max", self._keep(own, apart),
-                                 self._slotted(f"topk by ({identity}) (1, {candidates})"))
+        # slotted, a GPU's copies are made one there (their max per GPU), not by a topk per GPU and index
+        if self._slots() or chosen is not None and not fresh and blanks is None:
+            return f"max by ({self._keep(own, apart)}) {self._slotted(candidates, own)}"
+        return brief_aggregation("max", self._keep(own, apart), f"topk by ({identity}) (1, {candidates})")
 
-    def _slotted(self, series: str) -> str:
-        """`series` (one per copy of a GPU at most: GPU_LABEL and the copy's node kept), with `newest_node` (a rule's
-        gauge over the fleet), each GPU under the node its newest copy within the rule's span names, whichever copy a
-        reading is of, so that the slot's max (`_keep`: node and index) meets a GPU's copies at one node in every step
-        of a period. An old exporter writing its own pod's name as Hostname and a new one writing the node and
-        numbering the GPUs apart shared no slot: a fleet rule counted each GPU twice ('more than 9 GPUs' read 12, the
-        fleet's power 5,750 W for 4,500 over 1-minute periods from 15 to 150 s after the rollout, over 5-minute ones to
-        330 s: tests/integration/test_exporter_overlap_long_and_unnamed.py). Under one node they are a rollout of copies
-        numbered apart, as where the exporters name the node alike. A GPU is still its node and index (its UUID only
-        names the node; a GPU without one, its GPU_LABEL its node, keeps it): one whose new exporter writes no UUID, or
-        two swapped at one index, stay one GPU (tests/integration/test_fleet_rule_uuid_dropped.py). Every GPU the
-        series holds has an entry (newest_nodes reads the span the series' readings are in): one join, no series
-        repeated (keeping the GPUs without an entry by `or` read the per-GPU part twice, some 2.7 times the bytes)."""
-        if self.newest_node is None or self.per_uuid or not self.combines():
+    def _slots(self) -> bool:
+        """Whether each GPU is put under the node and index its newest copy names (_slotted)."""
+        return self.newest_node is not None and not self.per_uuid and self.combines()
+
+    def _slotted(self, series: str, own: tuple[str, ...] = ()) -> str:
+        """`series` (the copies of each GPU: GPU_LABEL, index and the copy's node kept), with `newest_node` (a rule's
+        gauge over the fleet), made one per GPU, its copies' max, and put under the node and index its newest copy
+        within the rule's span names, whichever copy a reading is of, so that the slot's max (`_keep`: node and index)
+        meets a GPU's copies at one node and index in every step of a period, and never two GPUs. An old exporter
+        writing its own pod's name as Hostname and a new one writing the node and numbering the GPUs apart shared no
+        slot: a fleet rule counted each GPU twice ('more than 9 GPUs' read 12, the fleet's power 5,750 W for 4,500 over
+        1-minute periods from 15 to 150 s after the rollout, over 5-minute ones to 330 s:
+        tests/integration/test_exporter_overlap_long_and_unnamed.py). Put under the newest copy's node alone, each copy
+        at its own index, a step holding both exporters' scrapes (the new one's 1 to 4 s before the old one's) held two
+        GPUs in a slot and read the larger (A 300 W and C 700 W at index 0: 1,900 W for 1,500, mean 633 W for 500;
+        at the same second with no `node` label the node's name a tie per GPU: 5 GPUs for 3, up to 2,700 W;
+        tests/integration/test_fleet_rule_numbered_apart_same_step.py). A GPU of a UUID of NVIDIA's form is one GPU
+        whatever index its copies give it (ONE_LABEL empty, _uuid_one); a GPU without one (GPU_LABEL its node) keeps
+        each index, and still its node and index are the GPU: one whose new exporter writes no UUID (its copies under
+        the UUID's index), or two swapped at one index, stay one GPU (tests/integration/test_fleet_rule_uuid_dropped.py).
+        Every GPU the series holds has an entry (newest_nodes reads the span the series' readings are in): one join, no
+        series repeated (keeping the GPUs without an entry by `or` read the per-GPU part twice, some 2.7 times the
+        bytes)."""
+        if not self._slots():
             return series
-        gpu = _listed((self.labels.cluster, GPU_LABEL))
-        return f"({series} + on ({gpu}) group_left ({self.labels.node}) {self.newest_node})"
+        gpu = _listed((self.labels.cluster, GPU_LABEL, ONE_LABEL))
+        each = _listed((self.labels.cluster, GPU_LABEL, ONE_LABEL, *self.chooses_apart(own)))
+        return f"(max by ({each}) ({_uuid_one(series)}) + on ({gpu}) group_left ({self.labels.node}, gpu) " \
+               f"{self.newest_node})"
 
     def _highest_of_all(self, how: str, fields: tuple[str, ...], own: tuple[str, ...], chosen: str | None,
                         fresh: tuple[str, ...], blanks: object, identity: str) -> bool:
@@ -3773,20 +3785,29 @@ def unindexed(named: str, template: bool = False) -> str:
 
 def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: Labels, span: str, step: str,
                  shift: str | None = None) -> str:
-    """One series per GPU (`cluster`, GPU_LABEL) of `metrics` with a sample within `span` before the evaluation (less
-    `shift`: a period's offset), its value 0, labelled with the node its newest copy names: the copy whose newest
-    sample read at the steps of `step` (the scrape interval) is the newest, a copy read at none of them (its one sample
-    in the span's last interval) after every copy read at one. All of it at `@ end()`: Prometheus reads it once an
-    evaluation, one name in every step and period of a rule (_Merge._slotted); timestamp() at the evaluation (a
-    function Prometheus reads at every step whatever its @) took the fleet's 5-minute total 3.3 times its CPU. An
-    exporter's copies share its scrapes' times, so the GPUs of a node take the node one exporter names. A GPU without
-    a UUID (GPU_LABEL its node spelling) names its own node."""
-    gpu = (labels.cluster, GPU_LABEL)
+    """One series per GPU (`cluster`, GPU_LABEL, ONE_LABEL: _uuid_one) of `metrics` with a sample within `span` before
+    the evaluation (less `shift`: a period's offset), its value 0, labelled with the node and the index (`gpu`) its
+    newest copy names: the copy whose newest sample read at the steps of `step` (the scrape interval) is the newest, a
+    copy read at none of them (its one sample in the span's last interval) after every copy read at one; of copies
+    read alike (two exporters scraped at one millisecond), that of the target holding the fewest samples within
+    INCUMBENT_SINCE, the one that began last (a count over 1e6: under a millisecond for scrapes of a second or more).
+    All of it at `@ end()`: Prometheus reads it once an evaluation, one name in every step and period of a rule
+    (_Merge._slotted); timestamp() at the evaluation (a function Prometheus reads at every step whatever its @) took
+    the fleet's 5-minute total 3.3 times its CPU. An exporter's copies share its scrapes' times, so the GPUs of a node
+    take the node and numbering one exporter gives: no two GPUs at one index. Ties taken per GPU (as the copies'
+    order fell) gave a node's GPUs both exporters' numberings (two GPUs at an index: 2 GPUs for 3, 1,000 W for 1,500,
+    with a `node` label on both exporters). Targets that began more than INCUMBENT_SINCE ago, scraped at one
+    millisecond, still tie. A GPU without a UUID (GPU_LABEL its node spelling) names its own node and keeps each
+    index."""
+    gpu = (labels.cluster, GPU_LABEL, ONE_LABEL)
     selectors = [selector(metric, branch) for metric in metrics for branch in branches]
     at = f"@ end(){_offset(shift)}"
     read = " or ".join([*(f"max_over_time(timestamp({each})[{span}:{step}] {at})" for each in selectors),
                         *(f"present_over_time({each}[{span}] {at})" for each in selectors)])
-    return f"(0 * topk by ({_listed(gpu)}) (1, {coalesced_gpu(f'({read})', labels)}))"
+    target = _listed((labels.cluster, *COPY_LABELS))
+    began = " or ".join(f"count_over_time({each}[{INCUMBENT_SINCE}] {at})" for each in selectors)
+    read = f"({read}) - on ({target}) group_left () max by ({target}) ({began}) / 1e6"
+    return f"(0 * topk by ({_listed(gpu)}) (1, {_uuid_one(coalesced_gpu(f'({read})', labels))}))"
 
 
 def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers: list[str], lookback: str) -> str:
