@@ -1394,10 +1394,13 @@ def _standard_period(alarm: Alarm, settings: Settings) -> tuple[int, str]:
     """The least standard-resolution period an alarm refused for a period under 60 s is told, and what keeps its window
     at it (_keeping_window): the least whole minutes of whole scrape intervals (on the add-on 60 s, its collections
     dividing it), or a longer one where the alarm's scrapes ask for it (_short_periods), with that fix's numbers: 30 s x 3
-    (90 s) is not told 60 s x 3 (180 s) but evaluation_periods=1 (60 s) or 2 (120 s)."""
+    (90 s) is not told 60 s x 3 (180 s) but evaluation_periods=1 (60 s) or 2 (120 s). A data-missing rule's in no fewer
+    periods than data_missing.fewest_periods (churn_problem refuses one period on classic: 30 s x 2 at 10 s scrapes was
+    told 60 s x 1, then refused)."""
     least = 60 if addon_source(settings) else _least_period(settings, 1)
-    fixes = [(least, _keeping_window(alarm, least))] + [(short.least, short.keep)
-                                                        for short in _short_periods(alarm, settings)]
+    fewest = data_missing.fewest_periods(settings) if _with_agent_alarm(alarm, settings) else 1
+    keep = _keeping_window(alarm, least, fewest, data_missing.fewest_periods_why(settings) if fewest > 1 else "")
+    fixes = [(least, keep)] + [(short.least, short.keep) for short in _short_periods(alarm, settings)]
     return max(reversed(fixes), key=lambda fix: fix[0])
 
 

@@ -352,16 +352,45 @@ def test_a_data_missing_rule_of_one_period_on_classic_is_refused_by_generate_and
                               "--output", "json")
         said.append((code, json.loads(stdout)["error"]))
     assert said[0] == said[1] and said[0][0] == 2 and said[0][1]["fix"] == f"give the alarm {fix}"
+    _gone_followed(tmp_path, cli, settings, followed)
+    (tmp_path / "alarms" / "mine.py").write_text(_gone(period, 1))
+    settings.write_text(settings.read_text().replace("pipeline: classic", "pipeline: otel"))
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "otel"))
+    assert code == 0 and not _warned_of("'gone'", stderr), stderr
+
+
+@pytest.mark.parametrize("period, periods, fix, followed", [
+    (30, 2, "period_seconds=60 (2 periods of 60 s are longer than its window of 60 s, its alarm per GPU (agent.pipeline: "
+            "classic) firing over one period for a GPU node added or removed: give it evaluation_periods=2 (120 s), and "
+            "say that span in its description)", (60, 2)),
+    (30, 3, "period_seconds=60 (2 periods of 60 s are longer than its window of 90 s, its alarm per GPU (agent.pipeline: "
+            "classic) firing over one period for a GPU node added or removed: give it evaluation_periods=2 (120 s), and "
+            "say that span in its description)", (60, 2)),
+    (30, 4, "period_seconds=60 and evaluation_periods=2, which keep its window of 120 s", (60, 2))])
+def test_a_data_missing_rule_under_a_minute_on_classic_is_told_periods_it_is_not_refused_for(period, periods, fix,
+                                                                                             followed, tmp_path, cli):
+    """A data-missing rule of 30 s x 2 or x 3 at 10 s scrapes on classic is refused for its high-resolution period; its
+    fix named one period of 60 s ('period_seconds=60 and evaluation_periods=1, which keep its window of 60 s'), which
+    is refused in turn (one period on classic: its per-GPU alarm fires for a node added or removed). The fix names two
+    periods, and followed it builds with no refusal or warning of the rule."""
+    settings = alarm_project(tmp_path, _gone(period, periods), 10)
+    settings.write_text(settings.read_text() + "agent:\n  pipeline: classic\n")
+    message, stderr = refusal(cli, settings, tmp_path)
+    assert message == (f"error: alarms/mine.py:5: alarm 'gone': a period of {period} s needs high-resolution metrics; "
+                       f"the agent publishes standard resolution (60 s)")
+    assert f"  fix: give the alarm {fix}" in stderr.splitlines()
+    _gone_followed(tmp_path, cli, settings, followed)
+
+
+def _gone_followed(tmp_path, cli, settings: Path, followed: tuple[int, int]) -> None:
+    """The data-missing rule written at `followed` (period, evaluation periods) builds with no refusal or warning of it,
+    its per-GPU alarm at those."""
     (tmp_path / "alarms" / "mine.py").write_text(_gone(*followed))
     code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "followed"))
     assert code == 0 and not _warned_of("'gone'", stderr), stderr
     (request,) = [a["Request"] for a in json.loads((tmp_path / "followed" / "cloudwatch" / "alarms.json").read_text())[
         "alarms"] if a["Request"]["AlarmName"].endswith("-gone-per-gpu-critical")]
     assert (request["Metrics"][0]["Period"], request["EvaluationPeriods"]) == followed
-    (tmp_path / "alarms" / "mine.py").write_text(_gone(period, 1))
-    settings.write_text(settings.read_text().replace("pipeline: classic", "pipeline: otel"))
-    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "otel"))
-    assert code == 0 and not _warned_of("'gone'", stderr), stderr
 
 
 def _warned_of(alarm: str, stderr: str) -> list[str]:
