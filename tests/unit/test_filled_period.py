@@ -382,6 +382,29 @@ def test_a_data_missing_rule_under_a_minute_on_classic_is_told_periods_it_is_not
     _gone_followed(tmp_path, cli, settings, followed)
 
 
+@pytest.mark.xfail(strict=True, reason="the refusal of a period that is not a whole number of scrape intervals names "
+                                       "intervals dividing the alarm's period alone: 24s, 40s, 120s for 120 s, which the "
+                                       "settings refuse (they divide no cloudwatch.period 300), and 60s for a filled "
+                                       "alarm of 60 s, whose period of one scrape is refused")
+@pytest.mark.parametrize("period, missing", [(120, "breaching"), (60, "notBreaching")])
+def test_each_scrape_interval_a_period_not_whole_scrapes_is_told_builds(period, missing, tmp_path, cli):
+    """An alarm of 120 s (or a filled one of 60 s) at 150 s scrapes is refused: its period is not a whole number of
+    scrape intervals; the fix names intervals dividing its period, and each, written as scrape.interval, builds with no
+    refusal or warning of the alarm."""
+    settings = _project(tmp_path, period, 2, 150, missing)
+    message, stderr = refusal(cli, settings, tmp_path)
+    assert f"its period of {period} s is not a whole number of scrape intervals (scrape.interval 150 s)" in message
+    (named,) = [line.split("(")[1].split(")")[0] for line in stderr.splitlines()
+                if line.startswith(f"  fix: pick a scrape.interval that divides {period} s")]
+    refused = {}
+    for interval in named.split(", "):
+        settings.write_text(settings.read_text().replace(settings.read_text().split("\n")[1], f"  interval: {interval}"))
+        code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / interval))
+        if code or _warned_of("'idle'", stderr):
+            refused[interval] = stderr.splitlines()[1]
+    assert not refused, refused
+
+
 def _gone_followed(tmp_path, cli, settings: Path, followed: tuple[int, int]) -> None:
     """The data-missing rule written at `followed` (period, evaluation periods) builds with no refusal or warning of it,
     its per-GPU alarm at those."""
