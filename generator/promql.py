@@ -302,6 +302,9 @@ class _Device:
     # a rule's mean compared by sign (mean_sign): the pods' namings at a step read twice, marked for the sum and the
     # count; any reading not made of such rows is refused (NotCombined), so that no row goes unmarked
     marked: bool = False
+    # with `lookback`, a panel's (_Merge's `pod_gpu`): a GPU of a UUID of NVIDIA's form read at an index where it has no
+    # fresh reading only where it has none at any index (_uuid_one)
+    uuid_fresh: bool = False
 
     @property
     def named(self) -> str:
@@ -395,6 +398,11 @@ class _Device:
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             # the late tier only for a GPU instance none of whose own labels' series is fresh (one_copy's `unfresh`)
             unfresh = tuple(name for name in slot if name in self.outer or name not in field_labels)
+            if self.uuid_fresh:  # the old exporter's index of a GPU another exporter numbers apart: not read late
+                # beside the fresh reading at the new index (the pod read the higher, the old exporter's last reading,
+                # up to 1.5 scrape intervals after it: 800 W for 267)
+                tiers = tuple(map(_uuid_one, tiers))
+                unfresh = tuple(ONE_LABEL if name == "gpu" else name for name in unfresh)
             read = _unblanked(_either(tiers, unfresh), gauge)
             if successive_labels(metric) and not counting:  # the XID code: the GPU's newest code series alone
                 read = f"({read} and on ({_listed(slot)}) {self._newest_series(metric, any_pod, slot)})"
@@ -2604,14 +2612,28 @@ class _Merge:
     newest_node: str | None = None
     # a rule's counter over the fleet: a GPU named by a UUID of NVIDIA's form one counter whatever its index (physical)
     uuid_counter: bool = False
+    # a panel's gauge per pod (the look-back's readings, each series naming its GPU by GPU_LABEL) whose lines name no
+    # index: a pod's GPU is POD_GPU_LABEL, its UUID where of NVIDIA's form, else its index (_pod_gpu)
+    pod_gpu: bool = False
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
         kept = (name for name in (*self.kept, *own) if not self.per_uuid or name != self.labels.node)
         # per pod (the outer grouping keeps the pod, not the node): a pod runs on one node, so its GPUs are told apart
-        # by their index alone, whatever node spellings their copies carry
+        # by their index alone, whatever node spellings their copies carry; with `pod_gpu`, by the UUID where it is of
+        # NVIDIA's form (whatever index each exporter gives the GPU), by the index where not
         slot = () if self.per_pod() else (node,)
-        return _listed((self.labels.cluster, *slot, "gpu", *(INSTANCE_IDENTITY if instances else ()), *kept))
+        gpu = POD_GPU_LABEL if self.pod_keyed() else "gpu"
+        return _listed((self.labels.cluster, *slot, gpu, *(INSTANCE_IDENTITY if instances else ()), *kept))
+
+    def pod_keyed(self) -> bool:
+        """Whether a pod's GPUs are told apart by POD_GPU_LABEL (`pod_gpu`), not by their index."""
+        return self.pod_gpu and self.per_pod()
+
+    def _merged(self, series: str) -> str:
+        """`series` ready for a grouping by `_keep`: its node coalesced into one label, or per pod with `pod_gpu`
+        (whose grouping keeps no node) its GPU keyed by POD_GPU_LABEL."""
+        return _pod_gpu(series) if self.pod_keyed() else coalesce_node(series, self.labels)
 
     def per_pod(self) -> bool:
         """Whether the outer grouping keeps the pod and not the node."""
@@ -2636,7 +2658,7 @@ class _Merge:
 
     def copies(self, series: str, own: tuple[str, ...] = ()) -> str:
         """`series`' copies of one reading of one GPU instance (and outer group) made one series: their max."""
-        return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
+        return f"max by ({self._keep(own, True)}) ({self._merged(series)})"
 
     def physical(self, series: str, own: tuple[str, ...] = (), copy: bool = False, indexless: bool = False) -> str:
         """A counter's copies of one physical GPU (instance, and outer group) made one series: their max, the GPU named
@@ -2857,7 +2879,7 @@ class _Merge:
 
     def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
         if how == "max":
-            return f"max by ({self._keep(own, not self.instance)}) ({coalesce_node(series, self.labels)})"
+            return f"max by ({self._keep(own, not self.instance)}) ({self._merged(series)})"
         one = self.copies(series, own)
         if all(name in self.kept for name in self.instance):  # the instances stay apart: nothing to combine
             return one
@@ -3550,7 +3572,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                     and not count and query.metric in catalog and catalog.get(query.metric).is_counter)
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload, gauge_window is None, picked, scope.picked(), newest_node=newest,
-                   uuid_counter=uuid_counter)
+                   uuid_counter=uuid_counter, pod_gpu=bool(named_within) and gauge_window is None
+                   and "gpu" not in keys and named_pods_looked_back(query, catalog))
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
@@ -3584,7 +3607,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         device = _Device(branches, unscoped, identity, labels.pod, bool(set(WORKLOAD_KEYS) & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
                          gauge_window is not None, query.aggregation in ("sum", "avg"),
-                         *((anywhere, placing) if lookback and node is not None else ()), marked=marked) \
+                         *((anywhere, placing) if lookback and node is not None else ()), marked=marked,
+                         uuid_fresh=merge.pod_keyed()) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also, checked, share,
@@ -3598,9 +3622,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     if pool:
         spellings = tuple(name for name in labels.node_sources if name not in outer) if lookback else ()
         # the pods' GPUs the share is read per (_pooled_once): any series of the used field naming a pod in the look-back
-        gpu = tuple(dict.fromkeys(name for name in (labels.cluster, "gpu", *outer) if name not in spellings))
-        named = (gpu, _raw(pool[0][0], [list(workload)], [pod_named(labels)], f"present_over_time({{}}[{lookback}])")) \
-            if lookback else None
+        # per pod, a GPU by its UUID of NVIDIA's form or its index (_pod_gpu), as the used memory and the total are
+        keyed = merge.pod_keyed() and lookback
+        gpu = tuple(dict.fromkeys(name for name in (labels.cluster, POD_GPU_LABEL if keyed else "gpu", *outer)
+                                  if name not in spellings))
+        named = _raw(pool[0][0], [list(workload)], [pod_named(labels)], f"present_over_time({{}}[{lookback}])")
+        named = (gpu, _pod_gpu(identified(named, labels)) if keyed else named) if lookback else None
         return _pooled(*pool, catalog, per_gpu, ", ".join(outer), spellings, named)
     value = per_gpu(query.metric, query.whole_gpu)
     if query.metric in MIG_MEMORY_SHARES and combined:
@@ -3875,6 +3902,20 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     elif one_index:  # a rule's: the index of the UUID's copy still scraped that began last (_newest_index)
         named = _newest_index(named, metrics, matchers, span, labels)
     return _picked(named, node, labels) if stepped and node is not None else named
+
+
+POD_GPU_LABEL = "gpudash_p"  # _pod_gpu: a pod's GPU, its UUID of NVIDIA's form or its index
+
+
+def _pod_gpu(series: str) -> str:
+    """`series` (a per-pod reading, GPU_LABEL set) with POD_GPU_LABEL its GPU's UUID where that is of NVIDIA's form
+    (UUID_FORM), else its index (`gpu`: a GPU without a UUID is named by its node, which an exporter upgrade can respell,
+    and a pod runs on one node). A sum, count or mean over a pod's GPUs needs no index: two exporters of a rollout
+    numbering a node's GPUs apart (C, A, B for A, B, C) named the pod's GPU at the old index and at the new one, two
+    GPUs of the pod through the overlap ('Power draw of each pod's GPUs' 600 W for 300, 'Pods on GPUs' 2 for 1; a pod on
+    two GPUs weighed one of them twice in its mean: tests/integration/test_exporter_overlap_pod_rates_and_bars.py)."""
+    key = quoted(POD_GPU_LABEL)
+    return f'label_replace(label_join({series}, {key}, "", "gpu"), {key}, "$0", {quoted(GPU_LABEL)}, "{UUID_FORM}")'
 
 
 def _uuid_one(series: str) -> str:

@@ -141,8 +141,6 @@ def test_before_the_rollouts_each_pods_gpu_is_added_once(apart, title):
     assert _shown(apart, title, ROLLOUT - 60) == pytest.approx(truth)
 
 
-@pytest.mark.xfail(strict=True, reason="the per-pod look-back keys a pod's GPU by its index (_Merge.per_pod): a GPU at "
-                                       "the old exporter's index and at the new one's is two GPUs of the pod")
 @pytest.mark.parametrize("after", [60, 150])
 @pytest.mark.parametrize("title", [*ADDED, "Pods on GPUs"])
 def test_each_pods_gpu_is_added_once_through_the_overlaps(apart, alike, title, after):
@@ -192,3 +190,104 @@ def test_a_counters_increase_over_gpus_reads_each_gpu_once_through_the_overlaps(
     for name, (prometheus, start) in (("apart", apart), ("alike", alike)):
         shown[name] = panel_at(prometheus, project, panels[title], start + ROLLOUT + after, 300)
     assert shown["apart"] and shown["apart"] == pytest.approx(shown["alike"])
+
+
+# A pod on two GPUs of each node (train-ab on A and B, ...), the third GPU's pod on it alone; each GPU's gauges read
+# apart (its watts times each one's reading a watt: utilisation 30 % on A, 50 % on B), so a pod's sum, count, mean and
+# share of memory tell one GPU read twice from each GPU read once
+HOLDERS = {"A": "train-ab", "B": "train-ab", "C": "train-c", "D": "train-de", "E": "train-de", "F": "train-f",
+           "G": "train-gh", "H": "train-gh", "I": "train-i"}
+PAIR_GAUGES = {**GAUGES, "DCGM_FI_DEV_GPU_UTIL": 0.1, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 1 / 2000,
+               "DCGM_FI_PROF_DRAM_ACTIVE": 1 / 1500, "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 1 / 1000,
+               "DCGM_FI_DEV_SM_CLOCK": 3, "DCGM_FI_DEV_FB_FREE": lambda watts, _: 10000 - 10 * watts,
+               "DCGM_FI_DEV_FB_RESERVED": lambda watts, _: 300}
+# the by-pod means: each GPU's reading a watt of it as the panel shows it
+MEANS = {"GPU utilization by pod": 0.1, "Tensor core activity by pod": 1 / 2000,
+         "Memory bandwidth activity (DRAM) by pod": 1 / 1500, "Graphics/compute engine activity by pod": 1 / 1000,
+         "SM clock by pod": 3}
+
+
+def _paired(exporters):
+    return lambda start: counters_scraped(start, COUNTERS, exporters, pods=True, gauges=PAIR_GAUGES,
+                                          holder=HOLDERS.__getitem__)
+
+
+paired_apart = written_fixture("exporter-overlap-pod-pairs-apart", _paired(EXPORTERS), SPAN, STEP)
+paired_alike = written_fixture("exporter-overlap-pod-pairs-alike", _paired(ALIKE), SPAN, STEP)
+
+
+def _held(pod: str) -> list[int]:
+    """The watts of the GPUs `pod` holds."""
+    return [WATTS[name] for name, holder in HOLDERS.items() if holder == pod]
+
+
+def _truth(title: str) -> dict[str, float]:
+    """Each pod's line of the panel `title`, read from the GPUs it holds, each once."""
+    pods = {f"Pod ml/{pod}": _held(pod) for pod in dict.fromkeys(HOLDERS.values())}
+    if title in ADDED:
+        return {line: sum(watts) * ADDED[title] for line, watts in pods.items()}
+    if title == "Pods on GPUs":
+        return {line: len(watts) for line, watts in pods.items()}
+    if title in MEANS:
+        return {line: sum(watts) / len(watts) * MEANS[title] for line, watts in pods.items()}
+    # the share of the memory the pod's GPUs hold: their used over their used and free (10,000 MiB a GPU)
+    return {line: sum(10 * w for w in watts) / (len(watts) * 10000) for line, watts in pods.items()}
+
+
+@pytest.mark.parametrize("after", [-60, 15, 45, 60, 100, 150, 200, 240, 300, 400])
+@pytest.mark.parametrize("title", [*ADDED, "Pods on GPUs", *MEANS, "Framebuffer used share by pod"])
+def test_a_pod_on_two_gpus_reads_each_once_through_the_overlaps(paired_apart, paired_alike, title, after):
+    """A pod on two GPUs whose readings differ, through the overlaps (and before and after): its sum, count, mean and
+    share of memory read each of its GPUs once, as with the new exporters numbering the GPUs alike: train-ab's power
+    800 W (A 300 + B 500), 2 GPUs, utilisation 40 %; n2's pod train-de too, whose old exporter writes no `node` and its
+    own pod's name into Hostname. Before, the old exporter's A at index 0 and B at 1 and the new one's A at 1 and B at 2
+    read as 3 GPUs of the pod by index: 1,300 W for 800, 3 GPUs for 2, the mean 43.3 % for 40 (B's reading at index 1
+    over A's, counted twice)."""
+    shown = _shown(paired_apart, title, ROLLOUT + after)
+    assert shown == pytest.approx(_truth(title))
+    assert shown == pytest.approx(_shown(paired_alike, title, ROLLOUT + after))
+
+
+# the same pods through the rollouts numbering alike, no exporter writing a UUID (each GPU named by its node and index)
+paired_unnamed = written_fixture(
+    "exporter-overlap-pod-pairs-unnamed",
+    lambda start: counters_scraped(start, COUNTERS, ALIKE, frozenset(address for _, _, address, *_ in ALIKE), pods=True,
+                                   gauges=PAIR_GAUGES, holder=HOLDERS.__getitem__), SPAN, STEP)
+
+
+@pytest.mark.parametrize("after", [-60, 60, 150, 300, 400])
+@pytest.mark.parametrize("title", [*ADDED, "Pods on GPUs", *MEANS, "Framebuffer used share by pod"])
+def test_a_pod_on_two_gpus_without_uuids_reads_each_once(paired_unnamed, title, after):
+    """GPUs whose series carry no UUID are a pod's GPUs by their index (a pod runs on one node, whose spelling n2's
+    rollout changes): train-ab's two GPUs read once each before, through and after the rollouts numbering alike."""
+    assert _shown(paired_unnamed, title, ROLLOUT + after) == pytest.approx(_truth(title))
+
+
+FALL = ROLLOUT + 225  # every GPU's draw falls to a third, after n1's old exporter's last scrape (ROLLOUT + 210)
+FALLING = {**PAIR_GAUGES, "DCGM_FI_DEV_POWER_USAGE": lambda watts, at: watts if at < FALL else watts / 3,
+           "DCGM_FI_DEV_GPU_UTIL": lambda watts, at: watts / 10 if at < FALL else watts / 30}
+
+
+def _falling(exporters):
+    return lambda start: counters_scraped(start, COUNTERS, exporters, pods=True, gauges=FALLING,
+                                          holder=HOLDERS.__getitem__)
+
+
+falling_apart = written_fixture("exporter-overlap-pod-falling-apart", _falling(EXPORTERS), SPAN, STEP)
+falling_alike = written_fixture("exporter-overlap-pod-falling-alike", _falling(ALIKE), SPAN, STEP)
+
+
+@pytest.mark.parametrize("after", [220, 240, 255, 270, 285, 300, 330])
+@pytest.mark.parametrize("title", ["Power draw of each pod's GPUs", "GPU utilization by pod"])
+def test_a_pods_gpu_reads_the_new_exporters_reading_once_the_old_one_ended(falling_apart, falling_alike, title,
+                                                                           after):
+    """The GPUs' draw falls to a third 15 s after n1's old exporter's last scrape: from the new exporter's first reading
+    after the fall (ROLLOUT + 251 s) each pod reads it, as numbered alike (train-ab 266.7 W, 13.3 %). Read at both
+    indexes, the old exporter's index held its last reading for the look-back, and the pod read the higher: 800 W
+    and 40 % at 270 s."""
+    shown = _shown(falling_apart, title, ROLLOUT + after)
+    assert shown == pytest.approx(_shown(falling_alike, title, ROLLOUT + after))
+    if after >= 255:  # train-ab's sum of A and B's watts, or their mean; train-c's C alone
+        ab, per_watt = (800, 1 / 3) if title.startswith("Power") else (400, 1 / 30)
+        assert {pod: value for pod, value in shown.items() if pod in ("Pod ml/train-ab", "Pod ml/train-c")} \
+            == pytest.approx({"Pod ml/train-ab": ab * per_watt, "Pod ml/train-c": 700 * per_watt})

@@ -6,6 +6,8 @@ into `Hostname`, its new one the node into `hostname` (4 intervals). Both export
 
 from __future__ import annotations
 
+from typing import Callable
+
 from tests.support.prometheus_server import STALE
 
 SPAN, STEP, ROLLOUT, NEW_PHASE = 3600, 30, 1800, 11
@@ -37,14 +39,17 @@ def pod_of(name: str) -> str:
 
 def counters_scraped(start: int, counters: dict[str, float], exporters: tuple = EXPORTERS,
                      unnamed: frozenset[str] = frozenset(), pods: bool = False, lag: int = 0,
-                     gauges: dict[str, float] | None = None) -> dict[tuple, list[tuple[float, str]]]:
+                     gauges: dict[str, float | Callable[[int, int], float]] | None = None,
+                     holder: Callable[[str], str] = pod_of) -> dict[tuple, list[tuple[float, str]]]:
     """Each exporter's series of `counters` ({metric: growth a second per watt of the GPU}) from its first scrape to
     its last, then a staleness marker for each: each GPU's counter reads its growth times (seconds from `start` +
     100,000), whichever exporter reads it. `exporters`: EXPORTERS, or ALIKE (or any of their shape); those whose address
-    is in `unnamed` write no UUID. `pods`: each GPU's series name the pod holding it (namespace `ml`, pod_of). `lag`:
+    is in `unnamed` write no UUID. `pods`: each GPU's series name the pod holding it (namespace `ml`, `holder`: pod_of, or
+one naming a pod for several GPUs). `lag`:
     a new exporter's (one first scraped after 0 s) served value was read by DCGM `lag` seconds before its scrape (the
     exporter collects on its own clock: a new copy's reading older than the old copy's of the same moment). `gauges`
-    ({metric: reading a watt}): each GPU's gauge reads its watts times that, whichever exporter reads it."""
+    ({metric: reading a watt, or a function of the GPU's watts and the reading's seconds from `start`}): each GPU's gauge
+    reads its watts times that (or the function's value), whichever exporter reads it."""
     series: dict[tuple, list[tuple[float, str]]] = {}
     for node, host, address, phase, order, first, last in exporters:
         before: set[tuple] = set()
@@ -56,10 +61,12 @@ def counters_scraped(start: int, counters: dict[str, float], exporters: tuple = 
                     labels = tuple(sorted({"__name__": metric, "device": f"nvidia{index}", "modelName": "NVIDIA L4",
                                            "instance": f"{address}:9400", "job": "gpu-metrics", "gpu": str(index),
                                            **({} if address in unnamed else {"UUID": _uuid(name)}),
-                                           **({"namespace": "ml", "pod": pod_of(name)} if pods else {}),
+                                           **({"namespace": "ml", "pod": holder(name)} if pods else {}),
                                            host[0]: host[1], **node}.items()))
                     grown = 1 if gauges and metric in gauges else at - late - start + 100_000
-                    series.setdefault(labels, []).append((at, str(WATTS[name] * per_watt * grown)))
+                    value = per_watt(WATTS[name], at - late - start) if callable(per_watt) \
+                        else WATTS[name] * per_watt * grown
+                    series.setdefault(labels, []).append((at, str(value)))
                     now.add(labels)
             for labels in before - now:
                 series[labels].append((at, STALE))
