@@ -17,8 +17,8 @@ from ..go_template import problem as template_problem
 from ..data_missing import (CAPACITY as KSM_CAPACITY, DAEMONSET_LABEL as KSM_DAEMONSET_LABEL,
                             DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL, KSM_METRICS, NODE_METRICS as KSM_NODE_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from ..promql import (FIELD_LABEL_KEYS, FIELD_MARK, FRESH_LABEL, GPU_LABEL, ONE_LABEL, PICKED_LABEL, SUM_LABEL,
-                      UUID_KEY, gpu_identity, uuid_spellings)
+from ..promql import (FIELD_LABEL_KEYS, FIELD_MARK, FRESH_LABEL, GPU_LABEL, ONE_LABEL, PICKED_LABEL, POD_GPU_LABEL,
+                      SUM_LABEL, UUID_KEY, gpu_identity, uuid_spellings)
 from ..promql_text import pod_label_meta
 from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, KUBECTL_APPLY, PROMETHEUS_RULE_FILE, RULES_FILE,
@@ -1398,10 +1398,11 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # (promql.UUID_KEY), the one a MIG instance's reading is marked with its field
     # by (promql.FIELD_MARK), the one a per-pod share marks its two sums by (promql.SUM_LABEL); and the one no series
     # has, whose empty value a per-GPU panel's judgement is gated on (promql.PICKED_LABEL: read with a pod picked or not);
-    # and the one a counter's rate per UUID is joined to its GPU's one index by (promql.ONE_LABEL)
+    # and the one a counter's rate per UUID is joined to its GPU's one index by (promql.ONE_LABEL); and the one a per-pod
+    # panel keys a pod's GPU by, its UUID of NVIDIA's form or its index (promql.POD_GPU_LABEL)
     available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container,
                                               declared.uuid, GPU_LABEL, FRESH_LABEL, FIELD_MARK,
-                                              SUM_LABEL, PICKED_LABEL, UUID_KEY, ONE_LABEL}
+                                              SUM_LABEL, PICKED_LABEL, UUID_KEY, ONE_LABEL, POD_GPU_LABEL}
     respelled = set(uuid_spellings(declared)[1:])
     for dashboard, panel, target in queries(subject.grafana):
         expr = target["expr"]

@@ -7,7 +7,10 @@ own pod's name into `Hostname`, its new one the node into `hostname` (4 interval
 counter per GPU, and each GPU's series name the pod holding it (ml/train-a for A, and so on). Each story is told with
 the new exporters' readings taken at their scrapes, and with them taken 24 s before (an exporter serves what DCGM
 collected on its own clock: the new copy's reading older than the old copy's of the same moment), and each again with
-the new exporters numbering the GPUs as the old ones do (the truth the numbering apart must read alike).
+the new exporters numbering the GPUs as the old ones do (the truth the numbering apart must read alike). The by-pod
+gauge panels (a pod's sums, count, means and framebuffer share) are read on the same rollouts with a pod holding two
+GPUs of each node whose readings differ, with UUIDs and without, and with the GPUs' draw falling after n1's old
+exporter's last scrape.
 """
 
 from __future__ import annotations

@@ -103,10 +103,11 @@ def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
     variables = {v["name"]: v for v in models["gpudash-overview"]["templating"]["list"]}
     assert variables["node"]["regex"] == '/instance="([^"]+)"/'
     # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified), keys
-    # its UUID under either label (promql.uuid_keyed) or copies a named GPU's index (promql._uuid_one)
+    # its UUID under either label (promql.uuid_keyed) or copies a named GPU's index (promql._uuid_one; a pod's GPU's,
+    # promql._pod_gpu)
     text = json.dumps(models)
     assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid',';',") + \
-        text.count(",'gpudash_u','','gpu')")
+        text.count(",'gpudash_u','','gpu')") + text.count(",'gpudash_p','','gpu')")
     assert "{{instance}} GPU {{gpu}}" in text
 
 
