@@ -1572,10 +1572,12 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
     # the window CloudWatch evaluates first: a period's fix keeps the window (_keeping_window), so told first it led
     # into this refusal (60 s x 240: 120 s x 120, 4 hours). Then the periods: the stopped rule's hold enough scrapes
-    # first (the period its hint asks for fits both backends), the others' after the periods CloudWatch can evaluate
+    # first (the period its hint asks for fits both backends), the others' after the periods CloudWatch can evaluate;
+    # a data-missing rule of too few periods on classic (churn_problem, whatever the interval) before its interval's
+    # refusal, whose intervals followed led into it (60 s x 1 at 150 s scrapes: 'pick ... 10s, ..., 60s', each refused)
     _check_window(alarm, forms[0].kind)
-    for check in ((_check_short_periods, _check_period) if forms[0].kind == "unread" else
-                  (_check_period, _check_short_periods)):
+    for check in ((_check_short_periods, _check_period) if forms[0].kind == "unread" or churn_problem(alarm, settings)
+                  else (_check_period, _check_short_periods)):
         check(alarm, settings)
     if forms[0].kind == "unread":  # the GPU stopped reporting rule: each node's GPUs unread, per cluster
         return each([lambda c: _unread_request(alarm, settings, forms[0].plan, c)])

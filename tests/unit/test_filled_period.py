@@ -382,6 +382,24 @@ def test_a_data_missing_rule_under_a_minute_on_classic_is_told_periods_it_is_not
     _gone_followed(tmp_path, cli, settings, followed)
 
 
+@pytest.mark.parametrize("period", [60, 120])
+def test_a_data_missing_rule_of_one_period_on_classic_is_told_it_before_its_scrape_interval(period, tmp_path, cli):
+    """A data-missing rule of one period on classic at scrapes its period is not a whole number of (60 s or 120 s at
+    150 s) was told 'pick a scrape.interval that divides 60 s (10s, ..., 60s)', and each interval followed was refused
+    for its one period, which no interval mends. The one period is told first, with the periods its scrapes ask for,
+    and that fix followed builds."""
+    settings = alarm_project(tmp_path, _gone(period, 1), 150)
+    settings.write_text(settings.read_text() + "agent:\n  pipeline: classic\n")
+    message, stderr = refusal(cli, settings, tmp_path)
+    assert "it is judged over one period (evaluation_periods=1), and on agent.pipeline: classic" in message
+    assert "not a whole number of scrape intervals" not in stderr
+    assert (f"  fix: give the alarm period_seconds=600 (2 periods of 600 s are longer than its window of {period} s, "
+            f"its alarm per GPU (agent.pipeline: classic) firing over one period for a GPU node added or removed: give "
+            f"it evaluation_periods=2 (1200 s), and say that span in its description), or scrape more often"
+            ) in stderr.splitlines()
+    _gone_followed(tmp_path, cli, settings, (600, 2))
+
+
 @pytest.mark.xfail(strict=True, reason="the refusal of a period that is not a whole number of scrape intervals names "
                                        "intervals dividing the alarm's period alone: 24s, 40s, 120s for 120 s, which the "
                                        "settings refuse (they divide no cloudwatch.period 300), and 60s for a filled "
