@@ -1383,11 +1383,23 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
                          f"whole number of scrape intervals (scrape.interval {scrape} s): each GPU would report "
                          f"{alarm.period_seconds / scrape:g} times per period, and the alarm's sums and counts "
                          f"would be off", where=setting_place(settings, ["scrape", "interval"]),
-                         hint=f"pick a scrape.interval that divides {alarm.period_seconds} s "
-                              f"({intervals_dividing(alarm.period_seconds)}), or give the alarm a period_seconds that "
-                              f"it divides" + (" (a bundled alarm: copy the bundled alarms into a folder of your own, "
-                                               "named in definitions.alarms, to change their periods)"
-                                               if settings.definitions.alarms is None else ""))
+                         hint=_whole_scrapes_fix(alarm, settings))
+
+
+def _whole_scrapes_fix(alarm: Alarm, settings: Settings) -> str:
+    """The fix of a period that is not a whole number of scrape intervals: the intervals that divide it and
+    cloudwatch.period (else the settings refuse them) at which its period is not too short either (_short_periods: a
+    filled alarm of 60 s at 60 s scrapes holds one), or a period_seconds the interval divides."""
+    common = math.gcd(settings.cloudwatch.period, alarm.period_seconds)
+    fits = [n for n in range(10, 151) if not common % n
+            and not _short_periods(alarm, replace(settings, scrape=replace(settings.scrape, interval=f"{n}s")))]
+    bundled = (" (a bundled alarm: copy the bundled alarms into a folder of your own, named in definitions.alarms, to "
+               "change their periods)" if settings.definitions.alarms is None else "")
+    period = f"give the alarm a period_seconds that scrape.interval divides{bundled}"
+    if not fits:
+        return period
+    return (f"pick a scrape.interval that divides {alarm.period_seconds} s and cloudwatch.period "
+            f"({', '.join(f'{n}s' for n in fits)}), or {period}")
 
 
 def _standard_period(alarm: Alarm, settings: Settings) -> tuple[int, str]:

@@ -270,7 +270,7 @@ CASES = [
              "100s, 150s", "a longer cloudwatch.period alone does not do"),
     settings("scrape interval 1m30s with the bundled alarms and a 900 s period",
              "scrape:\n  interval: 1m30s\ncloudwatch:\n  period: 900\n", "gpudash.yaml:2",
-             "alarm 'xid-error'", "divides 300 s (10s, 12s, 15s", "copy the bundled alarms", "definitions.alarms"),
+             "alarm 'xid-error'", "divides 300 s and cloudwatch.period (10s, 12s, 15s", "copy the bundled alarms", "definitions.alarms"),
     settings("no clusters", "clusters: []\n", "gpudash.yaml:1", "clusters"),
     settings("clusters as a mapping", "clusters:\n  a: us-east-1\n", "gpudash.yaml:2", "clusters", "a list"),
     settings("duplicate cluster",

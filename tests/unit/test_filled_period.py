@@ -400,10 +400,6 @@ def test_a_data_missing_rule_of_one_period_on_classic_is_told_it_before_its_scra
     _gone_followed(tmp_path, cli, settings, (600, 2))
 
 
-@pytest.mark.xfail(strict=True, reason="the refusal of a period that is not a whole number of scrape intervals names "
-                                       "intervals dividing the alarm's period alone: 24s, 40s, 120s for 120 s, which the "
-                                       "settings refuse (they divide no cloudwatch.period 300), and 60s for a filled "
-                                       "alarm of 60 s, whose period of one scrape is refused")
 @pytest.mark.parametrize("period, missing", [(120, "breaching"), (60, "notBreaching")])
 def test_each_scrape_interval_a_period_not_whole_scrapes_is_told_builds(period, missing, tmp_path, cli):
     """An alarm of 120 s (or a filled one of 60 s) at 150 s scrapes is refused: its period is not a whole number of
