@@ -99,7 +99,7 @@ GENERATED_PREFIX_LENGTH = 58
 def exporter_pod_names(settings) -> str:
     """An RE2 pattern of the names Kubernetes gives the pods of every exporter DaemonSet the settings name (the
     fleet's and each cluster's, named_daemonsets): what an exporter given no NODE_NAME writes for its node (its pod's
-    hostname), the evidence promql.gpu_names ranks such a name by."""
+    hostname), the evidence promql.gpus_named ranks such a name by."""
     names = dict.fromkeys(name for cluster in (None, *settings.clusters)
                           for _, name in named_daemonsets(settings, cluster))
     prefixes = "|".join(dict.fromkeys(regex_literal(f"{name}-"[:GENERATED_PREFIX_LENGTH]) for name in names))

@@ -25,7 +25,7 @@ comes from here, so label handling is designed once:
   spelling its node apart, mid-upgrade, count once): an increase from all the copies' readings at once, a panel's rate
   per node the copies name, then the highest (_Merge.fastest), an alert's rate its period's increase over the
   period's seconds (_per_gpu); the GPU is named by one node after (_Merge.named,
-  gpu_names); another GPU under the same node and index (a node replaced by one of the same name, a GPU swapped) is
+  gpus_named); another GPU under the same node and index (a node replaced by one of the same name, a GPU swapped) is
   another counter, not a reset of the old one's; the GPUs of one slot add up after their rates or increases
   (_Merge.gpus), as CloudWatch sums their deltas. In a rule over the fleet (grouped by nothing or by cluster) a GPU
   named by a UUID of NVIDIA's form is one counter whatever index its copies give it (_Merge.uuid_counter, unindexed):
@@ -133,7 +133,7 @@ class Scope:
 
     def naming(self, labels: Labels) -> tuple[str, ...]:
         """The matchers of the GPUs in scope whatever node and workload are selected: those a GPU's name is read from
-        (gpu_names: its copies under any node spelling and pod)."""
+        (gpus_named: its copies under any node spelling and pod)."""
         return tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in self.regexes
                      if key not in ("node", "pod", "namespace"))
 
@@ -926,7 +926,7 @@ def spelled(labels: Labels) -> list[list[str]]:
 # A name spelled like a DaemonSet pod's, as Kubernetes generates them (a name, "-", five characters of its generated
 # names' alphabet): what an exporter given no NODE_NAME writes for its node (its pod's hostname), but also the shape of
 # real node names (Cluster API machines `<cluster>-md-0-<hash>-<5>`, Karpenter node claims `<nodepool>-<5>`, OpenShift
-# machines). gpu_names ranks a GPU's copies by their spelling's place (PLACE_RANK each), then in one spelling by the
+# machines). gpus_named ranks a GPU's copies by their spelling's place (PLACE_RANK each), then in one spelling by the
 # evidence that a name is an exporter's pod's: one of the pod names of the exporter DaemonSets the settings name
 # (Labels.exporter_pods: EXPORTER_POD_RANK), else the shape alone (POD_LIKE_RANK), then by freshness (0.5): a pod's name
 # is no node's name however fresh (at the last of 12 evaluations a copy of the pod's name read within the rule's step
@@ -938,7 +938,7 @@ PLACE_RANK, POD_LIKE_RANK, EXPORTER_POD_RANK = 3, 1, 2
 
 def _pod_tiers(source: str, exporter_pods: str | None) -> tuple[tuple[int, list[str]], ...]:
     """(rank, matchers) of the copies of one node spelling (`source`) by what tells its value to be an exporter pod's
-    name, each copy ranked by the first tier that holds it (gpu_names joins them with `or`, which keeps a series of
+    name, each copy ranked by the first tier that holds it (gpus_named joins them with `or`, which keeps a series of
     the first): the name of a pod of a known exporter DaemonSet (`exporter_pods`, whose names all have the shape), the
     shape alone, none. The node gpudash's scrape job writes (SCRAPED_NODE) is no pod's name, nor is the target's
     address (TARGET_ADDRESS): one tier. Every other spelling is ranked, the last too: with `labels.node: Hostname` (one
@@ -951,34 +951,9 @@ def _pod_tiers(source: str, exporter_pods: str | None) -> tuple[tuple[int, list[
     return (*known, shaped, (0, []))
 
 
-def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
-              node: str | None = None, whole: bool = False) -> str:
-    """One series per GPU (cluster, GPU_LABEL, index) of `metric` within `span`, labelled with the node the GPU is
-    shown under: the first non-empty node spelling of one of its copies, the copy whose spelling comes first in
-    labels.node_sources (node, then hostname, Hostname, instance), of those equal the copy with a sample within the
-    last scrape interval (`resolution`). Mid-upgrade the old exporter may write its own pod's name into Hostname while
-    the new one writes the node into hostname (or gpudash's scrape job the node into node): the node wins, and after a
-    rollout the new exporter's spelling wins once the old one has no sample left in the interval. Of two copies of one
-    spelling naming the GPU apart (an old exporter writing its own pod's name into Hostname, the new one, given
-    NODE_NAME, the node), one named like a pod of an exporter DaemonSet the settings name (labels.exporter_pods: the
-    evidence) ranks below one named otherwise, and where neither is, one spelled like any DaemonSet pod's name
-    (POD_LIKE: the shape alone, for a DaemonSet the settings do not name) below one that is not, whichever is fresher;
-    a node whose own name has the shape (a Cluster API machine's) is named by it before its exporter's pod. Two copies
-    ranking alike otherwise (two exporters' own pod names mid-rollout; a node's short and full names) are told apart by
-    their names' last character (_name_order), so that the same one is shown at every step and call: Prometheus
-    meets tied series in no fixed order, and the legend of a GPU two exporters named by their pods was one pod's at 6
-    of 8 calls and the other's at 2. gpudash's scrape job and
-    ServiceMonitor write the node the exporter's pod runs on into `node`, the first spelling: there the GPU is named
-    by it whatever Hostname holds. `node` (a regex): only the copies whose node
-    spelling matches it (node_matchers). `whole` (panels, `span` unread): at each step the name of the step's copies
-    unless the dashboard's range names the GPU at a better tier (_whole_range_names), `node` matched against the name
-    chosen (_picked); alerts name it from the copies within `span` of each evaluation."""
-    return gpus_named((metric,), matchers, span, resolution, labels, node, whole)
-
-
 def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
                   node: str | None, whole: bool = False, kept: str | None = None, indexless: bool = False) -> str:
-    """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked: the
+    """gpus_named's candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked: the
     copies within `span`, a copy with a sample within the last scrape interval half a rank more; `whole` (or no
     `span`): a panel's, by the step's copies and the dashboard's range (_whole_range_names), of the GPUs `kept`
     holds where given; `indexless`, a GPU named by a UUID of NVIDIA's form without its index (unindexed)."""
@@ -998,7 +973,7 @@ def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution
 
 
 def _tiers(metric: str, matchers: list[str], labels: Labels, node: str | None) -> list[tuple[int, str]]:
-    """(place and rank, selector) of each tier of gpu_names' candidates, best first: the node spellings in their
+    """(place and rank, selector) of each tier of gpus_named's candidates, best first: the node spellings in their
     order (spelled), each by _pod_tiers; `node` (a regex) matched against each tier's own spelling."""
     tiers = []
     for k, branch in enumerate(spelled(labels)):
@@ -1020,7 +995,7 @@ PICK_LABEL = "gpudash_pick"  # marks a GPU whose name the node variable matches 
 
 def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels,
                        listing: bool = False, kept: str | None = None, seen: list[list[str]] | None = None) -> str:
-    """gpu_names' candidates in a panel, at each step: every name a copy of `metric` gives the GPU over the dashboard's
+    """gpus_named's candidates in a panel, at each step: every name a copy of `metric` gives the GPU over the dashboard's
     range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus reads once per query, not at each step), ranked by
     its best tier (_tiers; the best weighs most, the last 1), and at each step a quarter rank more where a copy of the
     GPU named so has a sample within the look-back (label_lookback) and another quarter where it has one within the
@@ -1168,7 +1143,7 @@ NAME_ORDER_ALPHABET = "bcdfghjklmnpqrstvwxz2456789aeiou"
 # multi-region example's all-metrics dashboard is 5 % under what client-side kubectl apply accepts, GF011)
 NAME_ORDER_CHARACTERS = 1
 NAME_ORDER_BITS = 5  # each character's code, 0 to 31 (NAME_ORDER_ALPHABET's place)
-# all codes add less than 2^-7: below the 0.5 of freshness, the 1 between ranks (gpu_names) and a spelling's place
+# all codes add less than 2^-7: below the 0.5 of freshness, the 1 between ranks (gpus_named) and a spelling's place
 # over the range (PLACE_STEP)
 
 
@@ -2363,7 +2338,7 @@ def range_increase(counter: CounterReading) -> str:
 
 
 def _named_span(window: str, as_increase: bool, over_time: tuple[str, str, str | None] | None) -> str:
-    """The span whose copies of a GPU its name is read from (gpu_names): a panel's rate window, or the dashboard's
+    """The span whose copies of a GPU its name is read from (gpus_named): a panel's rate window, or the dashboard's
     range for an increase over it; a fixed window's increase looks back as far as its readings may (WINDOW_PREVIOUS_
     WITHIN before it); an alert's periods (`over_time`) all look back PREVIOUS_WITHIN from the instant, so that each
     period names a GPU alike (the rule adds its periods up per GPU, by its labels)."""
@@ -2704,7 +2679,7 @@ class _Merge:
         return f"max by ({self._physical(own, one=one)}) ({rates})"
 
     def named(self, series: str, metric: str, span: str, resolution: str, by_uuid: bool = False) -> str:
-        """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
+        """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpus_named gives
         its GPU (in a panel, the range's name; an increase over the range reads the range's copies already); `by_uuid`
         (`physical`'s `indexless`): one per UUID of NVIDIA's form, drawn at the one index its naming keeps."""
         if by_uuid:
@@ -3529,7 +3504,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         outer.append(mean_sign.STAT_LABEL)  # kept by every grouping after the pods' rows are marked
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
     # a value of GPUs, not of pods (per pod: _Device's look-back, _named_rates), in a panel with the node variable:
-    # the node picks which GPUs show (those its name is, gpu_names), never which copy of a GPU is read
+    # the node picks which GPUs show (those its name is, gpus_named), never which copy of a GPU is read
     gauges = reads_gauges(query, catalog)
     of_gpus = (node is not None and gauge_window is None and resolution is not None
                and set(keys) <= {"cluster", "node", "gpu", "mig_instance"})
@@ -3722,7 +3697,7 @@ def gpu_models(metrics: tuple[str, ...], matchers: list[str], span: str, resolut
     within the last scrape interval, else within the look-back, else within `span` (the rate window, the dashboard's
     range of an increase); of copies alike so, the spelling with blanks (the exporter's default) before the one with
     dashes, so that one is shown at every step and call. The GPU stands under every node name its copies give it over
-    the dashboard's range, whichever the panel's value is named by (gpu_names: the range's best name at each step, an
+    the dashboard's range, whichever the panel's value is named by (gpus_named: the range's best name at each step, an
     upgraded exporter's old pod name named by the node: keyed by each copy's own node at the step, the GPU had no model
     before the upgrade and left the panel)."""
     model = label_name("model", labels)
@@ -3762,7 +3737,7 @@ def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
 def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
                resolution: str, labels: Labels, node: str | None = None, whole: bool = False,
                only: tuple[str, ...] = (), by_uuid: bool = False, indexless: bool = False) -> str:
-    """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
+    """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpus_named,
     from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
     of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
     from (two copies reading alike flipped a legend from call to call between "n3 GPU 0" and the old exporter's pod
@@ -3772,7 +3747,7 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
     counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says, `only` as it says.
     A gauge in a panel (`span` None) is slotted: of the names GPUs are given at one index (cluster, node, index), the
-    one ranking highest (its copies the freshest: gpu_names' rank), each GPU then named by the best name it has left
+    one ranking highest (its copies the freshest: gpus_named' rank), each GPU then named by the best name it has left
     (gpus_named), so a GPU named by its UUID where its series carry one and by its node where none does is one GPU
     across a rollout dropping or adding the UUID label: the old exporter's copies, within the look-back, were a second
     GPU ('GPUs reporting' 4 for 2, a GPU's line the mean of old and new readings). Not an alert's: its statistics span
@@ -3866,9 +3841,28 @@ def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers:
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
                node: str | None = None, whole: bool = False, only: tuple[str, ...] = (),
                one_index: bool = False, indexless: bool = False) -> str:
-    """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
-    the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
-    the Node variable's values.
+    """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (from the copies of
+    the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and the Node
+    variable's values.
+    The name is the node the GPU is shown under: the first non-empty node spelling of one of its copies, the copy
+    whose spelling comes first in labels.node_sources (node, then hostname, Hostname, instance), of those equal the
+    copy with a sample within the last scrape interval (`resolution`). Mid-upgrade the old exporter may write its
+    own pod's name into Hostname while the new one writes the node into hostname (or gpudash's scrape job the node
+    into node): the node wins, and after a rollout the new exporter's spelling wins once the old one has no sample
+    left in the interval. Of two copies of one spelling naming the GPU apart (an old exporter writing its own pod's
+    name into Hostname, the new one, given NODE_NAME, the node), one named like a pod of an exporter DaemonSet the
+    settings name (labels.exporter_pods: the evidence) ranks below one named otherwise, and where neither is, one
+    spelled like any DaemonSet pod's name (POD_LIKE: the shape alone, for a DaemonSet the settings do not name)
+    below one that is not, whichever is fresher; a node whose own name has the shape (a Cluster API machine's) is
+    named by it before its exporter's pod. Two copies ranking alike otherwise (two exporters' own pod names mid-
+    rollout; a node's short and full names) are told apart by their names' last character (_name_order), so that the
+    same one is shown at every step and call: Prometheus meets tied series in no fixed order, and the legend of a
+    GPU two exporters named by their pods was one pod's at 6 of 8 calls and the other's at 2. gpudash's scrape job
+    and ServiceMonitor write the node the exporter's pod runs on into `node`, the first spelling: there the GPU is
+    named by it whatever Hostname holds. `node` (a regex): only the copies whose node spelling matches it
+    (node_matchers). `whole` (panels, `span` unread): at each step the name of the step's copies unless the
+    dashboard's range names the GPU at a better tier (_whole_range_names), `node` matched against the name chosen
+    (_picked); alerts name it from the copies within `span` of each evaluation.
     `whole` (panels; `span` unread): a GPU is named at each step by its copies of the step unless the dashboard's range
     names it at a better tier (_whole_range_names), and the node variable (`node`) picks the GPUs whose name so chosen
     it matches (_picked). Named by the copies of each step alone (`span`, as alerts are), an exporter upgrade renaming
@@ -3888,7 +3882,7 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     index is kept of a UUID named at several (_one_index_per_uuid)."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
-    # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
+    # gpus_named gives from the first metric that has the GPU, ordered and chosen once, not once per metric
     stepped = whole or span is None
     kept = _filtered_gpus(metrics, matchers, only, resolution) if only and stepped else None
     names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, kept, indexless)
@@ -4036,7 +4030,7 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     `present_over_time(X{pod!=""}[window])`), with that GPU's rate as the per-GPU panels read it, from all its copies
     whatever pod they name (`expression` grouped by the GPU, the pod and namespace variables left out), each GPU named
     by its UUID (GPU_LABEL: the node spellings of the copies of one GPU, an exporter upgrade renaming the node, made
-    one) under the node the rates name it by (gpu_names, the same names) and joined on it (`* 0 + on (<cluster>, node,
+    one) under the node the rates name it by (gpus_named, the same names) and joined on it (`* 0 + on (<cluster>, node,
     gpu) group_left ()`), once per pod, then the query's aggregation per pod. A time-sliced GPU an
     exporter without KUBERNETES_VIRTUAL_GPUS names under one pod per scrape shows its whole rate under each pod a
     scrape of the window named, not only where the pod's own copies hold two readings in it; a pod holding several

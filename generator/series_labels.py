@@ -38,7 +38,7 @@ from .markers import CLUSTER_DIMENSION, REQUIRED_DIMENSIONS
 
 # Labels the scrape job adds to every series, beside the exporter's own.
 # The node gpudash's scrape jobs and ServiceMonitor write from Kubernetes' record of where the exporter's pod runs
-# (__meta_kubernetes_pod_node_name): never a pod's name (promql.gpu_names ranks no pod-like name in it).
+# (__meta_kubernetes_pod_node_name): never a pod's name (promql.gpus_named ranks no pod-like name in it).
 SCRAPED_NODE = "node"
 # The target's address (host:port) Prometheus writes: no hostname an exporter writes for its node.
 TARGET_ADDRESS = "instance"

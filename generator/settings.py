@@ -89,7 +89,7 @@ class Labels:
     # UID and shared replica); with them, the per-process fields' copies hold each pod's share.
     copies: tuple[str, ...] = ()
     # An RE2 pattern of the names of the exporter DaemonSets' pods (exporter_styles.exporter_pod_names): a node spelling
-    # matching it is an exporter's own pod name, not a node's (promql.gpu_names). None: no DaemonSet known.
+    # matching it is an exporter's own pod name, not a node's (promql.gpus_named). None: no DaemonSet known.
     exporter_pods: str | None = None
 
     @property

@@ -90,7 +90,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
         return f"query_result({packed(f'count by ({label}) ({series})', FREE_TEXT_VARIABLES)})", f'/{label}="([^"]+)"/'
     if key == "node":
-        # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
+        # the name gpus_named gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
         # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node.
         # Ranked over each GPU's every copy whatever pod it names, as the panels rank them (_whole_range_names'
         # `kept`), then kept to the GPUs a copy naming a picked pod or namespace places in the range: ranked over

@@ -45,7 +45,7 @@ NEW_FAILS_AT = (6, 10)  # two: a failed scrape of the old exporter a loaded mach
 
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature"])
 def test_a_gpu_is_named_by_its_node_through_the_node_copys_failed_scrape(tied_failed, title):
-    # promql.gpu_names: a copy a scrape within the lookback read names the GPU; at every step where a copy is fresh
+    # promql.gpus_named: a copy a scrape within the lookback read names the GPU; at every step where a copy is fresh
     # (the old one alone at the step after the new one's failed scrape)
     samples = tied_failed[3]
     # two grids half a second apart: Prometheus places each target's scrapes at an offset of its own (from its address:

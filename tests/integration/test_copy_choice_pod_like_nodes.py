@@ -32,7 +32,7 @@ def test_a_line_on_a_node_named_like_a_pod_is_named_by_the_node_at_every_step_an
 
 # Settings naming the node by one label, or by a list ending in Hostname (README: a single name must be node, hostname
 # or Hostname), as a user's own scrape job keeping the exporter's labels does: Hostname is then the last spelling, which
-# gpu_names ranked by no evidence of a pod's name: the pod's name and the node's tied there, the line named by the pod
+# gpus_named ranked by no evidence of a pod's name: the pod's name and the node's tied there, the line named by the pod
 # in 2 to 8 of 12 calls on both panels (5 of 12 with a node named worker-3, of no pod's shape).
 @pytest.mark.parametrize("settings", ["labels:\n  node: Hostname\n", "labels:\n  node: [hostname, Hostname]\n"])
 @pytest.mark.parametrize("title", ["GPU temperature", "Power draw"])

@@ -351,7 +351,7 @@ CALLS = 8
 
 
 def _n5_first(scene: Scene, at: float) -> str | None:
-    """Which of n5's two copies a step at `at` ranks first by its own scrapes (gpu_names' presence at each step: half
+    """Which of n5's two copies a step at `at` ranks first by its own scrapes (gpus_named' presence at each step: half
     a rank for a sample within the last scrape interval, a quarter for one within the look-back alone), judged from
     the scrapes' recorded times (`up`): "n5-a" or "n5-b", "" when they rank alike (their names decide, _name_order),
     None when an answered scrape of either is within 5 ms of a window's edge (which side it falls on is Prometheus'

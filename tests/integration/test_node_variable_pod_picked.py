@@ -7,7 +7,7 @@ Hostname (nvidia-dcgm-exporter-q8w2z) for the first hour; the new one writes hos
 overlap of ten minutes). ml/p held the GPU for the first half hour: only the old exporter ever named it.
 
 Truth: ml's pods held a GPU of node n3 within the range: with the namespace (or the pod) picked, the Node variable
-lists n3, the name every panel draws the GPU under (the range's best name of its copies: promql.gpu_names), and with
+lists n3, the name every panel draws the GPU under (the range's best name of its copies: promql.gpus_named), and with
 n3 picked the GPU variable lists 0; picking them, a per-GPU panel draws "n3 GPU 0" while ml/p held it.
 
 Before: the Node variable ranked the names of the copies naming a picked pod alone, so it listed the old exporter's pod

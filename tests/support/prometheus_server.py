@@ -406,7 +406,7 @@ def _scrape_rewrites(made_for: int, seconds: float) -> dict[str, tuple[str, str]
             "step": f"[{duration(step)}]", "step back": f"offset {duration(step)}",
             # promql.range_increase: its first reading, a step less 2 ms after the range's start
             "first step's shift": f"offset -{ms(step) - 2}ms",
-            # fresh_copies, gpu_names, _Device: a copy with a sample within the interval (in ms: `[30000ms]`)
+            # fresh_copies, gpus_named, _Device: a copy with a sample within the interval (in ms: `[30000ms]`)
             "step in ms": f"[{ms(step)}ms]",
             # CounterReading.step_delta's two points: its latest reading within a reach (3 reaches), at two points
             **{f"reach {within} s": f"[{ms(max(within, 2 * step)) - ms(step) // 2}ms:"

@@ -1,5 +1,5 @@
 """The names Kubernetes gives the pods of the exporter DaemonSets the settings name (exporter_styles.exporter_pod_names,
-Labels.exporter_pods): the evidence promql.gpu_names ranks a node spelling by. Checked with RE2's semantics as
+Labels.exporter_pods): the evidence promql.gpus_named ranks a node spelling by. Checked with RE2's semantics as
 Prometheus applies a matcher (anchored at both ends)."""
 
 from __future__ import annotations

@@ -148,7 +148,7 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
             # a counter's rate read from its recording (promql.counted_rate), and a gauge per GPU (promql.named_gpus:
             # its value read from its copies under any node spelling), takes the node variable where its GPU is named:
             # in a chart, on the name a step gives it (promql._picked); in an increase over the range, on each
-            # spelling's copies, the first non-empty spelling's (promql.gpu_names); a per-pod panel on the copies
+            # spelling's copies, the first non-empty spelling's (promql.gpus_named); a per-pod panel on the copies
             # placing its GPUs on the node (promql.on_node)
             picked = packed('"gpudash_pick", "1", "node", "$node")', FREE_TEXT_VARIABLES) in target["expr"]
             named = ":step_increase" in target["expr"] or packed("group_left (node) 0 *") in target["expr"]
