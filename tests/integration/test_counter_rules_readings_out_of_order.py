@@ -110,7 +110,10 @@ def test_a_rate_rule_is_its_periods_increase_over_its_seconds_after_the_copies_h
 # the rollout), every 30 s from the rollout to 600 s after, over their truths.
 REPLAYS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 REPLAYS_PER_WATT = 1 / 10_000  # A (300 W) replays 0.03 a second, 9 per 5 minutes
-LAGS = (0, 20, 28)
+# Each numbering at one lag while the handover reads short (a strict xfail): the lag's 0 and 28 s apart and alike
+# read alike (0.937 / 0.843, the docstring below), and each story costs a Prometheus of its own. A fix is to be judged
+# at every lag of each numbering.
+HANDED = (("apart", 0), ("alike", 28))
 HANDOVER_TOLERANCE = 0.02
 
 
@@ -118,8 +121,9 @@ def _handed_over(exporters: tuple, lag: int):
     return lambda start: counters_scraped(start, {ENERGY: 1000, REPLAYS: REPLAYS_PER_WATT}, exporters, lag=lag)
 
 
-handover = {(story, lag): written_fixture(f"counter-handover-{story}-{lag}", _handed_over(exporters, lag), SPAN, STEP)
-            for story, exporters in (("apart", EXPORTERS), ("alike", ALIKE)) for lag in LAGS}
+handover = {(story, lag): written_fixture(f"counter-handover-{story}-{lag}",
+                                          _handed_over(EXPORTERS if story == "apart" else ALIKE, lag), SPAN, STEP)
+            for story, lag in HANDED}
 for (_story, _lag), _fixture in handover.items():
     globals()[f"handover_{_story}_{_lag}"] = _fixture
 
@@ -157,8 +161,7 @@ def _handover_misread(prometheus, start: int, counter_rules: dict[str, str], rep
 @pytest.mark.xfail(strict=True, reason="a period holding a GPU's handover to the new exporter's copy reads the "
                                        "merged readings' rise up to the new copy's latest reading, short by its age "
                                        "at the period's end (the time since its scrape and its lag)")
-@pytest.mark.parametrize("lag", LAGS)
-@pytest.mark.parametrize("story", ["apart", "alike"])
+@pytest.mark.parametrize("story, lag", HANDED)
 def test_counter_rules_read_the_truth_through_a_handover(story, lag, request, counter_rules, replays_rule):
     """New exporters scraped 11 s after the old ones, their readings taken `lag` s before their scrapes (dcgm-exporter
     serves what it collected at its own interval, 30 s by default): every 30 s from the rollouts to 600 s after, the
