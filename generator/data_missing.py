@@ -425,7 +425,8 @@ def agent_description(settings: Settings, period: int, periods: int) -> About:
     """What the agent alarm sees, and what it cannot."""
     look = f"`kubectl -n {settings.agent.namespace} get pods`"
     return ((f"The CloudWatch agent read a kube-state-metrics pod (each a contributor) in fewer than "
-             f"{agent_threshold(settings, period):g} of its {period // settings.scrape.seconds} scrapes of a period "
+             f"{agent_threshold(settings, period):g} of its "
+             f"{counted(period // settings.scrape.seconds, 'scrape')} of a period "
              f"{periods_running(periods)}: the agent in a crash loop (running a minute of every five), or "
              f"kube-state-metrics answering under half the time, so most GPU data of every period never reaches "
              f"CloudWatch.", ""),
@@ -471,8 +472,9 @@ def per_node_description(settings: Settings, window: int) -> About:
     """What the per-node alarm sees, and what it cannot."""
     scrapes = window // settings.scrape.seconds
     return ((f"A GPU node whose exporter brought no GPU data (scrape failed, or answered without a DCGM sample) in "
-             f"more than {no_data_threshold(settings, window):g} of its {scrapes} scrapes over the last "
-             f"{window // 60} minutes is a contributor in ALARM (crash loop, exporter hung, or up with DCGM lost), as "
+             f"more than {no_data_threshold(settings, window):g} of its {counted(scrapes, 'scrape')} over the last "
+             f"{counted(window // 60, 'minute')} is a contributor in ALARM (crash loop, exporter hung, or up with "
+             f"DCGM lost), as "
              f"the rule counts (each scrape a flag, 1: no GPU data).", ""),
             ("A rolling restart, a failed scrape are not; a node without exporter target is notBreaching (the "
              "cluster's alarm sees its pod missing); one removed while failing clears late.",
@@ -486,6 +488,11 @@ def per_node_description(settings: Settings, window: int) -> About:
 def per_gpu_threshold(settings: Settings, period: int) -> float:
     """The observations per GPU and period below which its data is missing: SCRAPE_SHARE of its scrapes."""
     return SCRAPE_SHARE * period / settings.scrape.seconds
+
+
+def counted(count: float, noun: str) -> str:
+    """`count` `noun`s, one without the plural's s ("1 period", "2 periods", "0.5 readings")."""
+    return f"{count:g} {noun}{'' if count == 1 else 's'}"
 
 
 def periods_running(periods: int) -> str:

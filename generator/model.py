@@ -515,11 +515,8 @@ class Alarm:
                             "GPUs report: it takes a query by ('node', 'gpu'), scope 'cluster', and no absent=True")
             fixes.append(f"write Condition(Query({self.condition.query.metric!r}, 'count', ('node', 'gpu')), '<', 1) "
                          f"with stopped=True, or drop stopped=True")
-        if self.stopped and needed is not None and needed != self.evaluation_periods:
-            problems.append(f"stopped=True fires for a GPU that every scrape over its window read unread, each of its "
-                            f"{self.evaluation_periods} periods: datapoints_to_alarm {needed} would not be built")
-            fixes.append(f"drop datapoints_to_alarm (for a window of {needed} periods write "
-                         f"evaluation_periods={needed})")
+        # (a stopped rule's datapoints_to_alarm under its evaluation periods: render.alarms.check_periods refuses it,
+        # with whatever else the settings refuse of its periods, in one message)
         if problems:
             raise DefinitionError(f"{_named('alarm', self.id)}: {'; '.join(problems)}", self.defined_at,
                                   "; ".join(fixes))

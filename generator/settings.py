@@ -878,10 +878,22 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
 BUNDLED_ALARM_PERIOD = 300  # the period of every bundled alarm (model.Alarm.period_seconds' default)
 
 
+def scrape_intervals(seconds: int, longest: int = 150) -> list[int]:
+    """The scrape intervals of 10 s to `longest` (at most 150 s: the longest dividing cloudwatch.period's default 300 s
+    within the agent's bounds) that divide `seconds`; where none does (`longest` under 10 s), the whole seconds up to
+    `longest` that do."""
+    top = min(longest, 150)
+    return [n for n in range(10, top + 1) if seconds % n == 0] or [n for n in range(1, top + 1) if seconds % n == 0]
+
+
 def intervals_dividing(seconds: int, longest: int = 150) -> str:
-    """The scrape intervals of 10 s to `longest` (150 s) that divide `seconds`, written as settings take them (where
-    none does, `seconds` itself)."""
-    return ", ".join(f"{n}s" for n in range(10, min(longest, 150) + 1) if seconds % n == 0) or f"{seconds}s"
+    """scrape_intervals(seconds, longest) written as settings take them."""
+    return written_intervals(scrape_intervals(seconds, longest))
+
+
+def written_intervals(intervals: list[int]) -> str:
+    """Scrape intervals in seconds, written as settings take them (`10s, 15s`)."""
+    return ", ".join(f"{n}s" for n in intervals)
 
 
 # Job names gpudash gives its own scrape jobs beside scrape.job_name (the agent's prometheus.yaml and OTel receiver).

@@ -6,9 +6,10 @@ import hashlib
 import math
 import re
 from collections import Counter
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from itertools import groupby
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_COPIES_ADDED,
                        PER_PROCESS_COPIES_ADDED_ALARM, Catalog)
@@ -30,6 +31,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 pod_dimensions, pod_gpu_dimensions, quote_identifier, quote_string,
                                 scrape_seconds)
 from .. import data_missing, stopped_gpus
+from ..data_missing import counted
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT,
                                   ALARM_MIG_UNREPORTED, ALARM_MIG_UNREPORTED_SHORT, one_instance_fields,
@@ -56,7 +58,7 @@ from .. import mean_sign
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
 from .fleet_parts import WHERE, said_where
-from ..settings import Cluster, Settings, intervals_dividing, mig_of, setting_place
+from ..settings import Cluster, Settings, mig_of, scrape_intervals, setting_place, written_intervals
 from ..units import Unit
 
 if TYPE_CHECKING:
@@ -797,7 +799,7 @@ def failed_scrape_short(aggregation: str, comparison: str, period: int, interval
         return f"its mean weighs each GPU by its readings in the period: a node added or removed inside it, or a " \
                f"failed scrape{blank}, weighs a GPU less (lint AL024)"
     verdict = "fire" if comparison in ("<", "<=") else "miss"
-    blank = f"; a GPU blank (DCGM) at {example[0]} of {n:g} scrapes reads {example[1]:.2g}, the rule's 1" \
+    blank = f"; a GPU blank (DCGM) at {example[0]} of {counted(n, 'scrape')} reads {example[1]:.2g}, the rule's 1" \
         if example else ""
     return f"a failed scrape, or a node added or removed inside a period, reads as part of a GPU lost for it, so " \
            f"it can {verdict}{blank} (lint AL024)"
@@ -918,7 +920,8 @@ def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     except OverflowError:
         threshold = math.inf
     if not math.isfinite(threshold):  # JSON has no Infinity: alarms.json and the templates would not parse
-        raise InputError(f"alarm {alarm.id!r}: its threshold {given:g} times the {plan_.divisor:g} readings a period "
+        raise InputError(f"alarm {alarm.id!r}: its threshold {given:g} times the "
+                         f"{counted(plan_.divisor, 'reading')} a period "
                          f"holds is no finite number", where=alarm.defined_at,
                          hint="give a threshold a GPU reading can reach (below 1e300)")
     if plan_.flagged:  # the flags past the level (level_plan): every reading of a period past it is a lowest flag of 1
@@ -1388,18 +1391,57 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
 
 def _whole_scrapes_fix(alarm: Alarm, settings: Settings) -> str:
     """The fix of a period that is not a whole number of scrape intervals: the intervals that divide it and
-    cloudwatch.period (else the settings refuse them) at which its period is not too short either (_short_periods: a
-    filled alarm of 60 s at 60 s scrapes holds one), or a period_seconds the interval divides."""
-    common = math.gcd(settings.cloudwatch.period, alarm.period_seconds)
-    fits = [n for n in range(10, 151) if not common % n
-            and not _short_periods(alarm, replace(settings, scrape=replace(settings.scrape, interval=f"{n}s")))]
-    bundled = (" (a bundled alarm: copy the bundled alarms into a folder of your own, named in definitions.alarms, to "
-               "change their periods)" if settings.definitions.alarms is None else "")
-    period = f"give the alarm a period_seconds that scrape.interval divides{bundled}"
+    cloudwatch.period (else the settings refuse them) at which its period is not too short either (_fine_intervals: a
+    filled alarm of 60 s at 60 s scrapes holds one), or the nearest longer period the interval divides that the checks
+    take (_accepted_near), over the periods that keep its window (a bundled alarm's: copied into a folder of the user's
+    own first)."""
+    fits = _fine_intervals([alarm], settings, 150, alarm.period_seconds)
+    window = alarm.period_seconds * alarm.evaluation_periods
+    step = math.lcm(60, settings.scrape.seconds)
+    first = alarm.period_seconds // step * step + step
+    near = _accepted_near(alarm, settings, window, f"which keep its window of {window} s",
+                          range(first, first + step * _NEAR_TRIES, step))
+    if near and settings.definitions.alarms is None:
+        near = f"copy the bundled alarms into a folder of your own, named in definitions.alarms, and {near}"
+    period = near or "give the alarm a period_seconds that scrape.interval divides"
     if not fits:
         return period
     return (f"pick a scrape.interval that divides {alarm.period_seconds} s and cloudwatch.period "
-            f"({', '.join(f'{n}s' for n in fits)}), or {period}")
+            f"({written_intervals(fits)}), or {period}")
+
+
+def _fine_intervals(alarms: list[Alarm], settings: Settings, longest: int, period: int) -> list[int]:
+    """The scrape intervals of `longest` seconds or less dividing both cloudwatch.period and `period` (settings'
+    scrape_intervals of their common divisor) at which none of `alarms` is refused for its period (not a whole number
+    of them, too short: _short_periods): told one that leads into another's refusal or warning, a user followed the
+    stopped rule's fix at scrape.interval 5m to 150s, where the data-missing rule's agent alarm never fires."""
+    return [interval for interval, unfit in _intervals_judged(alarms, settings, longest, period) if not unfit]
+
+
+def _intervals_judged(alarms: list[Alarm], settings: Settings, longest: int, period: int) -> list[tuple[int, str]]:
+    """Each scrape interval _fine_intervals weighs, with the id of the first of `alarms` refused for its period there
+    ("" where none is)."""
+    def unfit(interval: int) -> str:
+        at = replace(settings, scrape=replace(settings.scrape, interval=f"{interval}s"))
+        return next((alarm.id for alarm in alarms if alarm.period_seconds % interval or _short_periods(alarm, at)), "")
+    return [(n, unfit(n)) for n in scrape_intervals(math.gcd(settings.cloudwatch.period, period), longest)]
+
+
+def _intervals_said(alarms: list[Alarm], settings: Settings, longest: int, period: int) -> str:
+    """'give scrape.interval one of ...' (_fine_intervals), saying which alarm each interval left out would refuse or
+    warn of; "" where none is fine."""
+    judged = _intervals_judged(alarms, settings, longest, period)
+    fine = [interval for interval, unfit in judged if not unfit]
+    if not fine:
+        return ""
+    left = {}
+    for interval, unfit in judged:
+        if unfit:
+            left.setdefault(unfit, []).append(interval)
+    out = "".join(f"; not {written_intervals(intervals)}, too short for alarm {rule!r}"
+                  for rule, intervals in left.items())
+    return (f"give scrape.interval one of {written_intervals(fine)} ({longest} s or less, dividing cloudwatch.period "
+            f"and the alarm's period{out})")
 
 
 def _standard_period(alarm: Alarm, settings: Settings) -> tuple[int, str]:
@@ -1411,7 +1453,8 @@ def _standard_period(alarm: Alarm, settings: Settings) -> tuple[int, str]:
     told 60 s x 1, then refused)."""
     least = 60 if addon_source(settings) else _least_period(settings, 1)
     fewest = data_missing.fewest_periods(settings) if _with_agent_alarm(alarm, settings) else 1
-    keep = _keeping_window(alarm, least, fewest, data_missing.fewest_periods_why(settings) if fewest > 1 else "")
+    keep = _keeping_window(alarm, least, _window_limit(alarm, settings, least), fewest,
+                           data_missing.fewest_periods_why(settings) if fewest > 1 else "")
     fixes = [(least, keep)] + [(short.least, short.keep) for short in _short_periods(alarm, settings)]
     return max(reversed(fixes), key=lambda fix: fix[0])
 
@@ -1582,15 +1625,7 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             from None
     if not forms:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
-    # the window CloudWatch evaluates first: a period's fix keeps the window (_keeping_window), so told first it led
-    # into this refusal (60 s x 240: 120 s x 120, 4 hours). Then the periods: the stopped rule's hold enough scrapes
-    # first (the period its hint asks for fits both backends), the others' after the periods CloudWatch can evaluate;
-    # a data-missing rule of too few periods on classic (churn_problem, whatever the interval) before its interval's
-    # refusal, whose intervals followed led into it (60 s x 1 at 150 s scrapes: 'pick ... 10s, ..., 60s', each refused)
-    _check_window(alarm, forms[0].kind)
-    for check in ((_check_short_periods, _check_period) if forms[0].kind == "unread" or churn_problem(alarm, settings)
-                  else (_check_period, _check_short_periods)):
-        check(alarm, settings)
+    check_periods(alarm, settings)
     if forms[0].kind == "unread":  # the GPU stopped reporting rule: each node's GPUs unread, per cluster
         return each([lambda c: _unread_request(alarm, settings, forms[0].plan, c)])
     requests = []
@@ -1645,21 +1680,142 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     return each(builders)
 
 
-def _check_window(alarm: Alarm, kind: str) -> None:
+def check_periods(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> None:
+    """Refuse an alarm whose periods CloudWatch (or, for the stopped rule, either backend) cannot judge as it says, in
+    one message where several things are wrong, each refusal's fix one the checks then accept (tests/unit/
+    test_alarm_fixes_followed.py follows them over a grid of alarms and settings). A stopped rule's datapoints_to_alarm
+    (stopped_datapoints_problem) is told with whatever the checks refuse of the alarm without it: told alone, its fix
+    led into their refusal. Then the window CloudWatch evaluates: a period's fix keeps the window (_keeping_window), so
+    told first it led into this refusal (60 s x 240: 120 s x 120, 4 hours); its fix is numbers the period checks take
+    (_accepted_near). Then the periods: the stopped rule's hold enough scrapes first (the period its hint asks for fits
+    both backends), the others' after the periods CloudWatch can evaluate; a data-missing rule of too few periods on
+    classic (churn_problem, whatever the interval) before its interval's refusal, whose intervals followed led into it
+    (60 s x 1 at 150 s scrapes: 'pick ... 10s, ..., 60s', each refused). Without `cloudwatch` (a Prometheus rule
+    alone), the stopped rule's datapoints and the periods too short for the scrape interval (_check_short_periods)."""
+    problem = stopped_datapoints_problem(alarm)
+    if problem:
+        later = _refusal(replace(alarm, datapoints_to_alarm=None), settings, cloudwatch)
+        needed = alarm.datapoints_to_alarm
+        raise InputError(f"alarm {alarm.id!r}: {problem}" + (f"; and {_refused_what(later, alarm)}" if later else ""),
+                         where=alarm.defined_at,
+                         hint=f"drop datapoints_to_alarm, and {later.hint}" if later else
+                         f"drop datapoints_to_alarm (for a window of {counted(needed, 'period')} write "
+                         f"evaluation_periods={needed})")
+    refused = _refusal(alarm, settings, cloudwatch)
+    if refused:
+        raise refused
+
+
+def stopped_datapoints_problem(alarm: Alarm) -> str:
+    """Why a stopped rule's datapoints_to_alarm cannot be built ("" where it can): the rule fires for a GPU every scrape
+    over its window read unread, each of its periods, so its CloudWatch alarm is built N of N."""
+    needed = alarm.datapoints_to_alarm
+    if not alarm.stopped or needed is None or needed == alarm.evaluation_periods:
+        return ""
+    return (f"stopped=True fires for a GPU that every scrape over its window read unread, each of its "
+            f"{counted(alarm.evaluation_periods, 'period')}: datapoints_to_alarm {needed} would not be built")
+
+
+def _kind(alarm: Alarm, settings: Settings) -> str:
+    """The kind of the first CloudWatch alarm a rule makes, as far as its periods are judged by it (alarm_forms):
+    "unread" (the stopped rule), "static" (an alarm of metric math per listed pod, which the 3 hours a Metrics Insights
+    alarm reads do not bound), or "insights"."""
+    if alarm.stopped:
+        return "unread"
+    return "static" if _static_alarm(alarm, settings) else "insights"
+
+
+def _static_alarm(alarm: Alarm, settings: Settings) -> bool:
+    """Whether the rule's CloudWatch alarm is a classic one per listed pod (alarm_forms' "static")."""
+    return not alarm.absent and static_per_pod(alarm, settings.alarms.per_pod) and not judges_pod_gpus(alarm, settings)
+
+
+def _window_limit(alarm: Alarm, settings: Settings, period: int) -> int:
+    """The longest window (period x evaluation periods) of `period`s CloudWatch evaluates for `alarm`: PutMetricAlarm's
+    limit, and for an alarm of Metrics Insights the 3 hours it reads (not for a static pod's alarm)."""
+    limit = evaluation_limit(period)[0]
+    return limit if _kind(alarm, settings) == "static" else min(limit, ALARM_WINDOW_SECONDS)
+
+
+def _refusal(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> InputError | None:
+    """The first refusal of the window and period checks (check_periods' order), None where none refuses."""
+    ordered = (_check_short_periods, _check_period) if alarm.stopped or churn_problem(alarm, settings) \
+        else (_check_period, _check_short_periods)
+    try:
+        for check in (_check_window, *ordered) if cloudwatch else (_check_short_periods,):
+            check(alarm, settings)
+    except InputError as exc:
+        return exc
+    return None
+
+
+def _refused_what(refused: InputError, alarm: Alarm) -> str:
+    """A refusal's what without its `alarm 'id'` (and where) opening, to be told after another of the same alarm."""
+    return re.sub(rf"^alarm {re.escape(repr(alarm.id))}(?: \([^)]*\))?: ", "", refused.what)
+
+
+def _check_window(alarm: Alarm, settings: Settings) -> None:
     """The alarm's window (period x evaluation periods) is one CloudWatch evaluates: a Metrics Insights alarm's the
-    latest 3 hours (a static pod's alarm, of metric math, is not one), and any alarm's PutMetricAlarm's limit."""
+    latest 3 hours (a static pod's alarm, of metric math, is not one), and any alarm's PutMetricAlarm's limit. The
+    fix names the alarm's own fields, with numbers the period checks take too (_accepted_near)."""
     window = alarm.period_seconds * alarm.evaluation_periods
-    if window > ALARM_WINDOW_SECONDS and kind != "static":
-        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
-                         f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
-                         f"the latest 3 hours of data only", where=alarm.defined_at,
-                         hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
     limit, said = evaluation_limit(alarm.period_seconds)
-    if window > limit:
-        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
-                         f"span {window / 3600:g} hours; CloudWatch evaluates an alarm over {said} at most "
-                         f"(PutMetricAlarm refuses more)", where=alarm.defined_at,
-                         hint=f"keep period_seconds x evaluation_periods within {limit:,} s")
+    if window > ALARM_WINDOW_SECONDS and _kind(alarm, settings) != "static":
+        limit, said = ALARM_WINDOW_SECONDS, ""
+    if window <= limit:
+        return
+    spanned = (f"{counted(alarm.evaluation_periods, 'period')} of {alarm.period_seconds} s "
+               f"span{'s' if alarm.evaluation_periods == 1 else ''} {window / 3600:g} hours")
+    what = (f"CloudWatch evaluates an alarm over {said} at most (PutMetricAlarm refuses more)" if said else
+            "CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only")
+    raise InputError(f"alarm {alarm.id!r}: {spanned}; {what}", where=alarm.defined_at,
+                     hint=_accepted_near(alarm, settings, limit, f"{limit} s, within {said or 'the 3 hours'}"))
+
+
+# Set while _accepted_near tries alarms against the checks: the fixes of the refusals it meets are not read, and not
+# searched for in turn
+_SEARCHING: ContextVar[bool] = ContextVar("_SEARCHING", default=False)
+
+# The most periods _accepted_near tries
+_NEAR_TRIES = 200
+
+
+def _accepted_near(alarm: Alarm, settings: Settings, window: int, said: str, periods: Iterable[int] = ()) -> str:
+    """'give the alarm ...': the alarm's own fields with numbers check_periods accepts, spanning `window` s (or the
+    nearest spans to it, no longer than CloudWatch evaluates): at its own period first (else at `periods`, else at
+    whole minutes above it, then below it), over the whole periods spanning `window` or the two nearest, its
+    datapoints_to_alarm of the same share (_periods_of). `said`: what the span is kept within or to."""
+    if _SEARCHING.get():
+        return ""
+    own = alarm.period_seconds
+    tried = list(periods) or [own, *range(own - own % 60 + 60, window + 1, 60),
+                              *range(min(own, window) // 60 * 60, 59, -60)]
+    token = _SEARCHING.set(True)
+    try:
+        first_refused = None
+        for period in [p for p in dict.fromkeys(tried) if p > 0][:_NEAR_TRIES]:
+            whole, left = divmod(window, period)
+            limit = _window_limit(alarm, settings, period)
+            for count in (whole,) if not left else (whole, whole + 1):
+                if count < 1 or count * period > limit:
+                    continue
+                candidate = replace(alarm, period_seconds=period, evaluation_periods=count,
+                                    datapoints_to_alarm=_scaled(alarm, count))
+                refused = _refusal(candidate, settings)
+                if refused is None:
+                    changed = f"period_seconds={period} and " if period != own else ""
+                    why = (f"; at {counted(first_refused[0].evaluation_periods, 'period')} of "
+                           f"{first_refused[0].period_seconds} s it would be refused: "
+                           f"{re.split(r': |; |, and ', _refused_what(first_refused[1], alarm))[0]}"
+                           if first_refused and period != own else "")
+                    span = said if count * period == window else (
+                        f"{count * period} s: no whole number of {period} s periods spans {window} s; say that span "
+                        f"in its description")
+                    return f"give the alarm {changed}{_periods_of(alarm, count)} ({span}{why})"
+                first_refused = first_refused or (candidate, refused)
+    finally:
+        _SEARCHING.reset(token)
+    return f"give the alarm a period_seconds and evaluation_periods spanning {said}"
 
 
 EXPRESSION_LENGTH = 2048  # PutMetricAlarm: a MetricDataQuery's Expression holds at most 2,048 characters
@@ -1768,31 +1924,29 @@ def silent_alarms(alarms: Iterable[AlarmRequest]) -> list[str]:
     return [item.request["AlarmName"] for item in alarms if not item.request.get("AlarmActions")]
 
 
-def never_firing_fix(request: dict[str, Any], settings: Settings) -> str:
+def never_firing_fix(request: dict[str, Any], settings: Settings, alarms: Iterable[Alarm] = ()) -> str:
     """What to do of an alarm never_firing finds, by the scrapes its period holds at scrape.interval `interval`: a
     data-missing alarm counts under half of them, none at two or fewer, so at 60 s scrapes a 120 s period needs a
-    shorter interval (not the bundled 300 s period's 100 s) dividing it and cloudwatch.period (10 s to 30 s), or 180 s
-    periods in as many as keep its window ('180 s or more' multiplied it: 120 s x 3 at 180 s x 3)."""
+    shorter interval (not the bundled 300 s period's 100 s) dividing it and cloudwatch.period (10 s to 30 s) at which
+    the rule's period is not too short either (_fine_intervals), or 180 s periods in as many as keep the window of the
+    rule of `alarms` that made it ('180 s or more' multiplied it: 120 s x 3 at 180 s x 3); without the rule (a build
+    read back), as many as keep its window."""
     interval = settings.scrape.seconds
     given = [m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request.get("Metrics", [])]
     period = request.get("Period") or next((p for p in given if isinstance(p, int)), 0)
     if not period or period // interval >= AGENT_SCRAPES:
         return "set missing_data='breaching', or a threshold a period with a reading can be under"
-    periods = request.get("EvaluationPeriods", 1)
-    needed = request.get("DatapointsToAlarm")
-    window = _Window(period, periods, None if needed in (None, periods) else needed, False)
+    rule = next((tag.get("Value") for tag in request.get("Tags", []) if tag.get("Key") == ALARM_RULE_TAG), None)
+    alarm = next((alarm for alarm in alarms if alarm.id == rule), None)
     least = _least_period(settings, AGENT_SCRAPES)
-    keep = _keeping_window(window, least, data_missing.fewest_periods(settings),
-                           data_missing.fewest_periods_why(settings))
+    keep = (_keeping_window(alarm, least, _window_limit(alarm, settings, least), data_missing.fewest_periods(settings),
+                            data_missing.fewest_periods_why(settings)) if alarm else
+            f" in as many periods as keep its window of {period * request.get('EvaluationPeriods', 1)} s")
+    intervals = _intervals_said([alarm] if alarm else [], settings, period // AGENT_SCRAPES, period)
     return (f"a data-missing alarm counts under half of a period's scrapes, none at {period // interval} a period "
-            f"({period} s at scrape.interval {interval} s): "
-            f"{_intervals_up_to(period // AGENT_SCRAPES, period, settings)}, or (an alarm of your own) "
+            f"({period} s at scrape.interval {interval} s): {f'{intervals}, or ' if intervals else ''}"
+            f"(an alarm of your own) "
             f"period_seconds={least}{keep}")
-
-
-# An alarm's periods as a built request holds them, for _keeping_window (never_firing_fix)
-_Window = NamedTuple("_Window", [("period_seconds", int), ("evaluation_periods", int),
-                                 ("datapoints_to_alarm", "int | None"), ("stopped", bool)])
 
 
 def never_firing(request: dict[str, Any]) -> bool:
@@ -1933,7 +2087,7 @@ def of_settings_clusters(expr: str, settings: Settings) -> str:
 def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple:
     """A stopped alarm's (fields, settings, period, periods): its presence field and its MIG stand-in
     (stopped_gpus.fields_read)."""
-    _check_short_periods(alarm, settings)
+    check_periods(alarm, settings, cloudwatch=False)
     fields = stopped_gpus.fields_read(catalog, settings, _alert_query(alarm, settings).metric)
     return fields, settings, alarm.period_seconds, alarm.evaluation_periods
 
@@ -1963,20 +2117,13 @@ def _least_period(settings: Settings, scrapes: int, periods: int = 1) -> int:
     return period
 
 
-def _longer_intervals(alarm: Alarm, short: _ShortPeriod, settings: Settings) -> str:
+def _longer_intervals(alarm: Alarm, short: _ShortPeriod, settings: Settings, alarms: list[Alarm]) -> str:
     """`give scrape.interval ...`: the intervals that fit `short.scrapes` of them in the alarm's period or window
-    (`short.per_period` in its period), each of which the settings take (dividing cloudwatch.period) and the alarm
-    does (dividing its period); 'or less' of the longest named 120 s, 90 s, 45 s at 5m, which the settings refuse."""
+    (`short.per_period` in its period), each of which the settings take (dividing cloudwatch.period), the alarm does
+    (dividing its period) and `alarms` do too (_fine_intervals: each bundled alarm then neither refused nor warned of);
+    'or less' of the longest named 120 s, 90 s, 45 s at 5m, which the settings refuse. "" where none does."""
     longest = min(alarm.period_seconds * short.periods // short.scrapes, alarm.period_seconds // short.per_period)
-    return _intervals_up_to(longest, alarm.period_seconds, settings)
-
-
-def _intervals_up_to(longest: int, period: int, settings: Settings) -> str:
-    """`give scrape.interval one of 10s, ...`: the scrape intervals of `longest` seconds or less dividing both
-    cloudwatch.period (else the settings refuse it) and the alarm's `period` (_check_period): settings' list
-    (intervals_dividing) of their common divisor, whole minutes both, so 10 s always divides it."""
-    return (f"give scrape.interval one of {intervals_dividing(math.gcd(settings.cloudwatch.period, period), longest)} "
-            f"({longest} s or less, dividing cloudwatch.period and the alarm's period)")
+    return _intervals_said(alarms, settings, longest, alarm.period_seconds)
 
 
 # The fewest scrapes a period of an alarm judged over several periods with its missing ones filled holds (filled_problem)
@@ -2030,7 +2177,8 @@ def window_problem(alarm: Alarm, settings: Settings) -> str:
     window = data_missing.window_seconds(alarm.period_seconds, alarm.evaluation_periods)
     if window >= WINDOW_SCRAPES * interval:
         return ""
-    return (f"its window of {window} s ({alarm.evaluation_periods} periods of {alarm.period_seconds} s) is under "
+    return (f"its window of {window} s ({counted(alarm.evaluation_periods, 'period')} of {alarm.period_seconds} s) "
+            f"is under "
             f"{WINDOW_SCRAPES} scrape intervals (scrape.interval {interval} s): its per-node alarm fires on more than "
             f"{data_missing.no_data_threshold(settings, window):g} of a node's scrapes over the window bringing no GPU "
             f"data, and a window ending at the edge of a node's scrapes holds one fewer, so a hung exporter is missed "
@@ -2056,8 +2204,9 @@ def agent_problem(alarm: Alarm, settings: Settings) -> str:
     alarms = ("its alarm on the agent's reads of kube-state-metrics fires" if one else
               "its alarms on the agent's reads of kube-state-metrics and on each GPU (agent.pipeline: classic) fire")
     return (f"its period of {alarm.period_seconds} s is under {AGENT_SCRAPES} scrape intervals (scrape.interval "
-            f"{interval} s): {alarms} on a period holding under {under:g} readings of its "
-            f"{_scrapes(alarm.period_seconds // interval)}, which no period with a reading does (one without has no "
+            f"{interval} s): {alarms} on a period holding under {counted(under, 'reading')} of its "
+            f"{counted(alarm.period_seconds // interval, 'scrape')}, which no period with a reading does (one without "
+            f"has no "
             f"datapoint, not breaching), so {'it' if one else 'they'} can never fire{_cluster_problem(alarm, interval)}")
 
 
@@ -2074,10 +2223,6 @@ def churn_problem(alarm: Alarm, settings: Settings) -> str:
             f"classic its alarm per GPU fires over one period for a GPU node added or removed: the node's GPUs are "
             f"short of observations in the period it came or left, and a removed node's short datapoint stays the "
             f"latest, so the alarm stays in ALARM minutes after (over {fewest} periods running it fires for neither)")
-
-
-def _scrapes(count: int) -> str:
-    return f"{count} scrape{'' if count == 1 else 's'}"
 
 
 def _cluster_problem(alarm: Alarm, interval: int) -> str:
@@ -2102,7 +2247,8 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     interval = settings.scrape.seconds
     stopped, filled_least = (_least_period(settings, scrapes) for scrapes in (stopped_gpus.SCRAPES_PER_PERIOD,
                                                                               FILLED_SCRAPES_PER_PERIOD))
-    found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1, stopped, keep=_keeping_window(alarm, stopped))
+    found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1, stopped,
+                          keep=_keeping_window(alarm, stopped, _window_limit(alarm, settings, stopped)))
              for problem in [alarm.stopped and stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
     if addon_source(settings):
         return found
@@ -2115,9 +2261,11 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     least = _dividing_period(alarm, settings, _least_period(settings, AGENT_SCRAPES), fewest)
     return found + [short for short in (
         filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, filled_least, other=", or missing_data='missing'",
-                                keep=_keeping_window(alarm, filled_least)),
+                                keep=_keeping_window(alarm, filled_least,
+                                                     _window_limit(alarm, settings, filled_least))),
         missing and _ShortPeriod(missing, WINDOW_SCRAPES, alarm.evaluation_periods, least, per_period=AGENT_SCRAPES,
-                                 keep=_keeping_window(alarm, least, fewest, data_missing.fewest_periods_why(settings)),
+                                 keep=_keeping_window(alarm, least, _window_limit(alarm, settings, least), fewest,
+                                                      data_missing.fewest_periods_why(settings)),
                                  scraping=bool(scraped))) if short]
 
 
@@ -2152,46 +2300,59 @@ def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str
     its period), and said: by generate, and by lint (SHORT_PERIOD_RULE) of the build or of a build read back."""
     if not _bundled(settings):
         return []
+    alarms = list(alarms)
     found = [(alarm, short) for alarm in alarms for short in _short_periods(alarm, settings)]
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {short.why}",
-             f"{f'{_longer_intervals(alarm, short, settings)}, or ' if short.scraping else ''}"
+             f"{f'{longer}, or ' if short.scraping and longer else ''}"
              f"copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "
              f"period_seconds={short.least}{short.keep}")
-            for alarm, short in sorted(found, key=lambda pair: not pair[0].stopped)]
+            for alarm, short in sorted(found, key=lambda pair: not pair[0].stopped)
+            for longer in [_longer_intervals(alarm, short, settings, alarms)]]
 
 
 # The lint rule that says, as generate does, each bundled alarm whose period is too short for the scrape interval
 SHORT_PERIOD_RULE = "AL029"
 
 
-def _keeping_window(alarm: Alarm | _Window, least: int, fewest: int = 1, why_fewest: str = "") -> str:
+def _keeping_window(alarm: Alarm, least: int, limit: int, fewest: int = 1, why_fewest: str = "") -> str:
     """What a longer period `least` asks of an alarm judged over several periods so that it judges the span it says:
     the bundled idle alarm's 6 periods of 300 s (idle_minutes 30) at 600 s periods would span 60 minutes, its
     description still saying 30; the stopped rule's 2 periods of 300 s, 20 minutes, its description saying 10; the
     data-missing rule's 2 x 300 s at 900 s periods 30 minutes, not 10. Where no whole number of the longer periods, at
-    least `fewest` (`why_fewest`), spans the window, the nearest numbers and their spans."""
+    least `fewest` (`why_fewest`), spans the window, the nearest numbers and their spans, the longer within the `limit`
+    seconds CloudWatch evaluates (_window_limit: a static pod's alarm is not bound by a Metrics Insights alarm's 3
+    hours)."""
     window = alarm.period_seconds * alarm.evaluation_periods
     periods, left = divmod(window, least)
     if not left and periods >= fewest:
         return f" and {_periods_of(alarm, periods)}, which keep its window of {window} s"
-    if periods >= fewest:  # the longer choice only within the 3 hours CloudWatch reads (_check_window)
-        choices = tuple(n for n in (periods, periods + 1) if n == periods or n * least <= ALARM_WINDOW_SECONDS)
+    if periods >= fewest:  # the longer choice only within what CloudWatch evaluates (_check_window)
+        choices = tuple(n for n in (periods, periods + 1) if n == periods or n * least <= limit)
         why = f"no whole number of {least} s periods spans its window of {window} s"
     else:
         choices = (fewest,)
-        why = (f"{'one period' if fewest == 1 else f'{fewest} periods'} of {least} s {'is' if fewest == 1 else 'are'} "
+        why = (f"{'one period' if fewest == 1 else counted(fewest, 'period')} of {least} s "
+               f"{'is' if fewest == 1 else 'are'} "
                f"longer than its window of {window} s{f', {why_fewest}' if why_fewest else ''}")
     said = " or ".join(f"{_periods_of(alarm, n)} ({n * least} s)" for n in choices)
     return f" ({why}: give it {said}, and say that span in its description)"
 
 
-def _periods_of(alarm: Alarm | _Window, periods: int) -> str:
+def _periods_of(alarm: Alarm, periods: int) -> str:
     """evaluation_periods=`periods`, and the datapoints_to_alarm of the same share where the alarm sets one (the
     data-missing rule's 2 of 2 at one period: 1 of 1, which the model takes, not 2 of 1)."""
-    needed = None if alarm.stopped else alarm.datapoints_to_alarm  # (the stopped rule: every period, Alarm)
-    scaled = "" if needed is None or periods == alarm.evaluation_periods else \
-        f", datapoints_to_alarm={max(1, -(-needed * periods // alarm.evaluation_periods))}"
-    return f"evaluation_periods={periods}{scaled}"
+    scaled = _scaled(alarm, periods)
+    return f"evaluation_periods={periods}" + ("" if scaled is None or periods == alarm.evaluation_periods else
+                                              f", datapoints_to_alarm={scaled}")
+
+
+def _scaled(alarm: Alarm, periods: int) -> int | None:
+    """The datapoints_to_alarm of `periods` evaluation periods at the alarm's share (None where it sets none): the
+    stopped rule's all of them (stopped_datapoints_problem)."""
+    needed = alarm.datapoints_to_alarm
+    if needed is None:
+        return None
+    return periods if alarm.stopped else max(1, -(-needed * periods // alarm.evaluation_periods))
 
 
 def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:

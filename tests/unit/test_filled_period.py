@@ -114,8 +114,9 @@ def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path
     assert ("alarm 'gpu-idle' (bundled): its period of 300 s is under 2 scrape intervals (scrape.interval 300 s), "
             "and it is judged over 6 periods with missing data not breaching") in warning["message"]
     # its copy at 600 s periods keeps the 30 minutes it names (idle_minutes) in 3 periods, not 6 (60 minutes)
-    assert warning["fix"] == ("give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s, 150s (150 s or less, dividing "
-                              "cloudwatch.period and the alarm's period), or copy the bundled alarms into a folder of "
+    assert warning["fix"] == ("give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s (150 s or less, "
+                              "dividing cloudwatch.period and the alarm's period; not 150s, too short for alarm "
+                              "'gpu-data-missing'), or copy the bundled alarms into a folder of "
                               "your own, "
                               "named in definitions.alarms, and give it period_seconds=600 and evaluation_periods=3, "
                               "which keep its window of 1800 s")
@@ -201,7 +202,7 @@ def test_a_data_missing_period_of_two_scrapes_whose_window_holds_enough_is_refus
     settings.write_text(settings.read_text() + f"agent:\n  pipeline: {pipeline}\n")
     message, stderr = refusal(cli, settings, tmp_path)
     assert message == (f"error: alarms/mine.py:5: alarm 'gone': its period of 120 s is under 3 scrape intervals "
-                       f"(scrape.interval 60 s): {alarms} on a period holding under 1 readings of its 2 scrapes, which "
+                       f"(scrape.interval 60 s): {alarms} on a period holding under 1 reading of its 2 scrapes, which "
                        f"no period with a reading does (one without has no datapoint, not breaching), so "
                        f"{'it' if pipeline == 'otel' else 'they'} can never fire")
     # 180 s x 2 keeps its window of 360 s (a longer period alone made it 540 s), on classic too (two periods)
@@ -294,19 +295,19 @@ def _followed(tmp_path, cli, written: str) -> dict:
     return request
 
 
-def test_a_window_over_three_hours_is_told_before_its_short_period_and_each_fix_followed_builds(tmp_path, cli):
+def test_a_window_over_three_hours_is_told_before_its_short_period_and_its_fix_followed_builds(tmp_path, cli):
     """60 s x 240 at 60 s scrapes (4 hours), missing data not breaching: its period was refused first, and its fix (120 s
-    x 120, which keeps the 4 hours) was then refused for the 3 hours CloudWatch reads. The window is told first; its fix
-    followed (60 s x 180), the period's fix keeps the 3 hours, and that followed builds with no refusal or warning."""
+    x 120, which keeps the 4 hours) was then refused for the 3 hours CloudWatch reads; told first, the window's fix said
+    'keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)', no numbers and a setting of the
+    bundled idle alarm, and 60 s x 180 followed was refused for its period. The window is told first, its fix the
+    alarm's own fields at numbers its period's check takes too (120 s x 90, the 3 hours), saying why not 60 s x 180;
+    followed, it builds with no refusal or warning."""
     message, stderr = refusal(cli, _project(tmp_path, 60, 240, 60), tmp_path)
     assert message == ("error: alarms/mine.py:5: alarm 'idle': 240 periods of 60 s span 4 hours; CloudWatch evaluates a "
                        "Metrics Insights alarm over the latest 3 hours of data only")
-    assert "  fix: keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)" in stderr.splitlines()
-    (tmp_path / "alarms" / "mine.py").write_text(_alarm(60, 180, "notBreaching"))
-    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b2"))
-    assert code == 2 and "alarm 'idle': its period of 60 s is under 2 scrape intervals" in stderr
-    assert ("  fix: give the alarm period_seconds=120 and evaluation_periods=90, which keep its window of 10800 s, or "
-            "scrape more often, or missing_data='missing'") in stderr.splitlines()
+    assert ("  fix: give the alarm period_seconds=120 and evaluation_periods=90 (10800 s, within the 3 hours; at 180 "
+            "periods of 60 s it would be refused: its period of 60 s is under 2 scrape intervals (scrape.interval "
+            "60 s))") in stderr.splitlines()
     request = _followed(tmp_path, cli, _alarm(120, 90, "notBreaching"))
     periods = {m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request["Metrics"]} - {None}
     assert (periods, request["EvaluationPeriods"]) == ({120}, 90)

@@ -105,8 +105,8 @@ def alarms(ctx):
 def test_the_fix_reads_the_alarms_own_period(cli, tmp_path):
     """A data-missing alarm of 120 s periods at 60 s scrapes holds two a period, under half of them none: the fix names
     the intervals that hold three in its period and divide it and cloudwatch.period (10 s to 30 s), or periods of three
-    (180 s) in as many as keep its window; it said 'a shorter interval (100 s or less)', the bundled 300 s period's, at
-    60 s already. generate refuses a user's rule of such periods (render.alarms.agent_problem), so the alarm linted is
+    (180 s) in as many as keep the rule's own window (its definition's 180 s x 3 here, not the edited request's); it said
+    'a shorter interval (100 s or less)', the bundled 300 s period's, at 60 s already. generate refuses a user's rule of such periods (render.alarms.agent_problem), so the alarm linted is
     a build's, its period edited to 120 s."""
     project = defined_project(tmp_path, CLUSTER + "scrape:\n  interval: 60s\n", alarms=GONE.replace(
         "period_seconds=120", "period_seconds=180"))
@@ -118,8 +118,8 @@ def test_the_fix_reads_the_alarms_own_period(cli, tmp_path):
     (finding,) = run([rule for rule in RULES if rule.id == "AL028"], lint_input(project, artifacts, alarms=edited))
     assert ("a data-missing alarm counts under half of a period's scrapes, none at 2 a period (120 s at scrape.interval "
             "60 s): give scrape.interval one of 10s, 12s, 15s, 20s, 30s (40 s or less, dividing cloudwatch.period and "
-            "the alarm's period), or (an alarm of your own) period_seconds=180 and evaluation_periods=2, which keep its "
-            "window of 360 s") in finding.message and "100 s" not in finding.message
+            "the alarm's period), or (an alarm of your own) period_seconds=180 and evaluation_periods=3, which keep its "
+            "window of 540 s") in finding.message and "100 s" not in finding.message
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
     assert code == 0 and "can never be in ALARM" not in stderr, stderr
     (tmp_path / "alarms" / "alarms.py").write_text(GONE)  # a user's rule of 120 s periods: refused, with the same period

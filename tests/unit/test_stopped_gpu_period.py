@@ -80,15 +80,18 @@ def test_the_bundled_rule_at_five_minute_scrapes_is_kept_and_said(tmp_path, cli)
     assert code == 0, stderr
     assert ("alarm 'gpu-stopped-reporting' (bundled): its period of 300 s is under 2 scrape intervals "
             "(scrape.interval 300 s)") in stderr
-    assert ("fix: give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s, 150s (150 s or less, dividing cloudwatch.period and the "
-            "alarm's period), or copy the bundled alarms") in stderr
+    # 150s left out: the data-missing rule's agent alarm never fires at two scrapes a period (it warned then)
+    assert ("fix: give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s (150 s or less, dividing "
+            "cloudwatch.period and the alarm's period; not 150s, too short for alarm 'gpu-data-missing'), or copy the "
+            "bundled alarms") in stderr
     rules = (tmp_path / "build" / "prometheus" / "rules.yaml").read_text()
     assert "GpudashGpuStoppedReporting" in rules
     code, stdout, _ = cli("generate", "--config", str(settings), "--out", str(tmp_path / "json"), "--output", "json")
     (warning,) = [n for n in json.loads(stdout)["warnings"] if "gpu-stopped-reporting" in n["message"]]
     # its copy at 600 s periods keeps the 10 minutes its description names in one period, not two (20 minutes)
-    assert warning["fix"] == ("give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s, 150s (150 s or less, dividing "
-                              "cloudwatch.period and the alarm's period), or copy the bundled alarms into a folder of "
+    assert warning["fix"] == ("give scrape.interval one of 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, 100s (150 s or less, "
+                              "dividing cloudwatch.period and the alarm's period; not 150s, too short for alarm "
+                              "'gpu-data-missing'), or copy the bundled alarms into a folder of "
                               "your own, "
                               "named in definitions.alarms, and give it period_seconds=600 and evaluation_periods=1, "
                               "which keep its window of 600 s")
@@ -110,30 +113,50 @@ def test_the_bundled_rules_fix_followed_at_five_minute_scrapes_fires_ten_minutes
         assert fired == {"node-a": {m * 60 for m in range(36, 118)}}
 
 
-def test_datapoints_to_alarm_of_fewer_periods_is_refused_and_the_fix_names_none(tmp_path, cli):
+def test_datapoints_to_alarm_of_fewer_periods_is_refused_with_the_period_in_one_message(tmp_path, cli):
     """The rule fires for a GPU every scrape over its window read unread, each period: its CloudWatch alarm is built
     N of N. A datapoints_to_alarm under evaluation_periods, which would not be built, is refused; all of them is built;
-    a short period's fix names evaluation_periods alone."""
+    a short period's fix names datapoints_to_alarm of all its periods where the alarm sets one. Where its period is too
+    short as well, one message says both: told alone (a definition's refusal, before the settings), its fix followed
+    was refused for the period."""
     written = _alarm(60, 7).replace("stopped=True", "stopped=True, datapoints_to_alarm=4")
     message, stderr = refusal(cli, alarm_project(tmp_path, written, 30), tmp_path)
     assert ("stopped=True fires for a GPU that every scrape over its window read unread, each of its 7 periods: "
             "datapoints_to_alarm 4 would not be built") in message
-    assert "drop datapoints_to_alarm (for a window of 4 periods write evaluation_periods=4)" in stderr
-    (tmp_path / "alarms" / "mine.py").write_text(_alarm(60, 7).replace("stopped=True",
-                                                                       "stopped=True, datapoints_to_alarm=7"))
-    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b2"))
+    assert "  fix: drop datapoints_to_alarm (for a window of 4 periods write evaluation_periods=4)" in stderr.splitlines()
+    code, stderr = _generated(tmp_path, cli, 60, 7, 7, "b2")
     assert code == 0, stderr
     (request,) = [a["Request"] for a in json.loads((tmp_path / "b2" / "cloudwatch" / "alarms.json").read_text())[
         "alarms"] if "gpu-gone" in a["Request"]["AlarmName"]]
     assert (request["EvaluationPeriods"], request["DatapointsToAlarm"]) == (7, 7)
-    # 30 s x 7 of 7 at 30 s scrapes: 210 s, told 60 s periods with no datapoints_to_alarm
-    (tmp_path / "alarms" / "mine.py").write_text(_alarm(30, 7).replace("stopped=True",
-                                                                       "stopped=True, datapoints_to_alarm=7"))
-    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b3"))
+    # 30 s x 7 of 7 at 30 s scrapes: 210 s, told 60 s periods, all of them breaching (the evaluation periods alone
+    # left datapoints_to_alarm 7 over 3 or 4 periods, which the model refuses)
+    code, stderr = _generated(tmp_path, cli, 30, 7, 7, "b3")
     assert code == 2
     assert ("  fix: give the alarm period_seconds=60 (no whole number of 60 s periods spans its window of 210 s: give "
-            "it evaluation_periods=3 (180 s) or evaluation_periods=4 (240 s), and say that span in its description), "
-            "or scrape more often") in stderr.splitlines()
+            "it evaluation_periods=3, datapoints_to_alarm=3 (180 s) or evaluation_periods=4, datapoints_to_alarm=4 "
+            "(240 s), and say that span in its description), or scrape more often") in stderr.splitlines()
+    # 30 s x 7 of 4: both at once, and the fix drops datapoints_to_alarm with the period's change
+    code, stderr = _generated(tmp_path, cli, 30, 7, 4, "b4")
+    assert code == 2
+    assert ("alarm 'gpu-gone': stopped=True fires for a GPU that every scrape over its window read unread, each of its "
+            "7 periods: datapoints_to_alarm 4 would not be built; and its period of 30 s is under 2 scrape intervals "
+            "(scrape.interval 30 s)") in stderr
+    assert ("  fix: drop datapoints_to_alarm, and give the alarm period_seconds=60 (no whole number of 60 s periods "
+            "spans its window of 210 s: give it evaluation_periods=3 (180 s) or evaluation_periods=4 (240 s), and say "
+            "that span in its description), or scrape more often") in stderr.splitlines()
+    code, stderr = _generated(tmp_path, cli, 60, 3, None, "b5")
+    assert code == 0 and "alarm 'gpu-gone'" not in stderr, stderr
+
+
+def _generated(tmp_path, cli, period: int, periods: int, needed: int | None, out: str) -> tuple[int, str]:
+    """generate's exit code and stderr with alarms/mine.py the rule of `period` s x `periods`, `needed` of them."""
+    written = _alarm(period, periods)
+    if needed is not None:
+        written = written.replace("stopped=True", f"stopped=True, datapoints_to_alarm={needed}")
+    (tmp_path / "alarms" / "mine.py").write_text(written)
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / out))
+    return code, stderr
 
 
 def test_a_fix_whose_longer_period_does_not_divide_three_hours_names_no_span_past_them(tmp_path, cli):
