@@ -52,7 +52,7 @@ from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, UNREAD
 from .exporter_styles import GENERATED_SUFFIX
 from . import mean_sign
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
-                      PER_PROCESS_FIELDS, Catalog, own_labels_of, per_device_headroom, successive_labels)
+                      PER_PROCESS_FIELDS, Catalog, Metric, own_labels_of, per_device_headroom, successive_labels)
 from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP, COUNTER_GROUPS
 from .promql_groups import aggregated as brief_aggregation
@@ -1610,21 +1610,24 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
         # gives the rate of its other readings (CloudWatch's deltas skip the blank the agent's filter drops), and
         # a copy reading a blank at every scrape (an upgraded exporter beside the old one) hides no reading
         reading = fresh_reading(CounterReading(copies, resolution, tuple(selectors), fresh=True))
-        change = f"rate({reading}[{window}:{resolution}]{_offset(shift)})"
-        if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
-            change = f"({change} * {field.unit.rate_scale:g})"
-        return change
+        return _in_rate_unit(f"rate({reading}[{window}:{resolution}]{_offset(shift)})", field)
     else:  # no reading per step (no field reaches this: every counter is read per step)
         def run(function: str) -> str:
             return _raw(metric, branches, extra, function)
         span = "{0}[" + window + "]" + _offset(shift)
         change = run(("increase(" if as_increase else "rate(") + span + ")")
-    if not as_increase and field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
-        change = f"({change} * {field.unit.rate_scale:g})"
+    if not as_increase:
+        change = _in_rate_unit(change, field)
     # No blank among the samples the window holds: a blank inside it would read as a climb of 2**63
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
     clean = run("max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
+
+
+def _in_rate_unit(rate: str, field: Metric) -> str:
+    """A counter's per-second rate in its field's charted unit (Unit.rate_scale: e.g. throttled ns per second, a share
+    of time)."""
+    return f"({rate} * {field.unit.rate_scale:g})" if field.unit.rate_scale != 1 else rate
 
 
 def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str | None, unfiltered: bool = False) -> str:
@@ -2181,9 +2184,7 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
     field = catalog.get(metric)
     grew, seconds = (f"sum_over_time({selector(counted_name(metric, part), list(merge.naming))}[{window}])"
                      for part in COUNTED_PARTS)
-    series = f"({grew} / ({seconds} > 0))"
-    if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
-        series = f"({series} * {field.unit.rate_scale:g})"
+    series = _in_rate_unit(f"({grew} / ({seconds} > 0))", field)
     if not merge.workload:
         return series
     # a GPU a scrape within the window named a picked pod on, not one whose latest scrape named no pod since (idle_gpus,
