@@ -2584,7 +2584,7 @@ class _Merge:
     picked: tuple[str, ...] = ()  # the pod and namespace variables' regexes where held_gpus keeps the GPUs (_left_idle)
     workload_regexes: tuple[str, ...] = ()  # the pod and namespace variables' regexes (a recorded rate's, counted_rate)
     # a rule's gauge over the fleet (grouped by nothing or by cluster): each GPU (GPU_LABEL, ONE_LABEL) of the rule's
-    # span and the node and index its newest copy names (newest_nodes); `_slotted`
+    # span and the node and slot its chosen copy names (newest_nodes); `_slotted`
     newest_node: str | None = None
     # a rule's counter over the fleet: a GPU named by a UUID of NVIDIA's form one counter whatever its index (physical)
     uuid_counter: bool = False
@@ -2801,9 +2801,10 @@ class _Merge:
 
     def _slotted(self, series: str, own: tuple[str, ...] = ()) -> str:
         """`series` (the copies of each GPU: GPU_LABEL, index and the copy's node kept), with `newest_node` (a rule's
-        gauge over the fleet), made one per GPU, its copies' max, and put under the node and index its newest copy
-        within the rule's span names, whichever copy a reading is of, so that the slot's max (`_keep`: node and index)
-        meets a GPU's copies at one node and index in every step of a period, and never two GPUs. An old exporter
+        gauge over the fleet), made one per GPU, its copies' max, and put under the node and slot (index) its chosen
+        copy within the rule's span names (newest_nodes), whichever copy a reading is of, so that the slot's max
+        (`_keep`: node and index) meets a GPU's copies at one node and index in every step of a period, and never two
+        GPUs. An old exporter
         writing its own pod's name as Hostname and a new one writing the node and numbering the GPUs apart shared no
         slot: a fleet rule counted each GPU twice ('more than 9 GPUs' read 12, the fleet's power 5,750 W for 4,500 over
         1-minute periods from 15 to 150 s after the rollout, over 5-minute ones to 330 s:
@@ -3775,6 +3776,8 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
 # A GPU's UUID as NVIDIA writes it (nvidia-smi -L, the exporter's UUID label: `GPU-` and 32 hexadecimal digits in
 # groups of 8, 4, 4, 4 and 12), in any case (a pipeline lowercasing label values writes `gpu-...`): no node's name
 UUID_FORM = "(?i)GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+SLOT_MARK = "gpudash_s"  # newest_nodes: the most indexes a GPU has copies at on a node
+BEHIND_MARK = "gpudash_b"  # newest_nodes: a GPU's chosen copy's score less its node's best
 ONE_LABEL = "gpudash_u"  # one_per_uuid, _one_index_per_uuid: a GPU among its UUID's (its index, none for a UUID)
 
 
@@ -3789,20 +3792,31 @@ def unindexed(named: str, template: bool = False) -> str:
 def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: Labels, span: str, step: str,
                  shift: str | None = None) -> str:
     """One series per GPU (`cluster`, GPU_LABEL, ONE_LABEL: _uuid_one) of `metrics` with a sample within `span` before
-    the evaluation (less `shift`: a period's offset), its value 0, labelled with the node and the index (`gpu`) its
-    newest copy names: the copy whose newest sample read at the steps of `step` (the scrape interval) is the newest, a
+    the evaluation (less `shift`: a period's offset), its value 0, labelled with the node and the slot (`gpu`) its
+    chosen copy names: the copy whose newest sample read at the steps of `step` (the scrape interval) is the newest, a
     copy read at none of them (its one sample in the span's last interval) after every copy read at one; of copies
     read alike (two exporters scraped at one millisecond), that of the target holding the fewest samples within
     INCUMBENT_SINCE, the one that began last (a count over 1e6: under a millisecond for scrapes of a second or more).
     All of it at `@ end()`: Prometheus reads it once an evaluation, one name in every step and period of a rule
     (_Merge._slotted); timestamp() at the evaluation (a function Prometheus reads at every step whatever its @) took
-    the fleet's 5-minute total 3.3 times its CPU. An exporter's copies share its scrapes' times, so the GPUs of a node
-    take the node and numbering one exporter gives: no two GPUs at one index. Ties taken per GPU (as the copies'
-    order fell) gave a node's GPUs both exporters' numberings (two GPUs at an index: 2 GPUs for 3, 1,000 W for 1,500,
-    with a `node` label on both exporters). Targets that began more than INCUMBENT_SINCE ago, scraped at one
-    millisecond, still tie. A GPU without a UUID (GPU_LABEL its node spelling) names its own node and keeps each
-    index."""
-    gpu = (labels.cluster, GPU_LABEL, ONE_LABEL)
+    the fleet's 5-minute total 3.3 times its CPU. The slot is the chosen copy's index, but on a node where a GPU of a
+    UUID of NVIDIA's form has copies at two indexes within the span (exporters numbering apart: SLOT_MARK, the most
+    indexes a GPU has there) a GPU of that form is a slot of its own, its chosen copy's index and target, and any
+    other GPU of the node (ONE_LABEL its index) is read from its copy on the node's newest target alone (BEHIND_MARK:
+    its chosen copy's score less the node's best, by count_values; a copy elsewhere gets no entry, its readings none).
+    At the newest copy's index alone a GPU met another one there: the new exporter serving A and C at 0 and 1, the old
+    one A, B, C, C was put at B's index (2 GPUs, 1,000 W for 3 and 1,500 while the old exporter read B); a GPU whose
+    UUID is not of that form, numbered apart, left its old copy at the index A took (up to 1,605 W for 1,500); and
+    two exporters scraped at one millisecond beyond INCUMBENT_SINCE, their copies tied and taken per GPU as Prometheus
+    met them, put two GPUs at an index (2 GPUs, 1,200 W;
+    tests/integration/test_fleet_rule_slot_shared_by_two_gpus.py). Each fact is read once in the expression: a topk
+    named twice can take a tie two ways in one evaluation. Where no GPU has copies at two indexes of a node (one
+    numbering, a GPU swapped at an index, a rollout dropping the UUID) the index is the slot, so a GPU's copies with
+    and without a UUID, or two GPUs one after the other at an index, are one slot
+    (tests/integration/test_fleet_rule_uuid_dropped.py). A GPU without a UUID (GPU_LABEL its node spelling) names its
+    own node and keeps each index; on a node numbering apart one only an exporter other than the newest serves is not
+    read."""
+    one = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
     selectors = [selector(metric, branch) for metric in metrics for branch in branches]
     at = f"@ end(){_offset(shift)}"
     read = " or ".join([*(f"max_over_time(timestamp({each})[{span}:{step}] {at})" for each in selectors),
@@ -3810,7 +3824,24 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
     target = _listed((labels.cluster, *COPY_LABELS))
     began = " or ".join(f"count_over_time({each}[{INCUMBENT_SINCE}] {at})" for each in selectors)
     read = f"({read}) - on ({target}) group_left () max by ({target}) ({began}) / 1e6"
-    return f"(0 * topk by ({_listed(gpu)}) (1, {_uuid_one(coalesced_gpu(f'({read})', labels))}))"
+    scored = _uuid_one(coalesced_gpu(f"({read})", labels))
+    held = _uuid_one(coalesced_gpu(f"({' or '.join(f'present_over_time({each}[{span}] {at})' for each in selectors)})",
+                                   labels))
+    node = _listed((labels.cluster, labels.node))
+    # each node marked with the most indexes a GPU of a UUID of NVIDIA's form has copies at there (2 or more: exporters
+    # numbering apart), each GPU's chosen copy with its score less the node's best (0: the node's newest target)
+    most = f"max by ({node}) (count by ({one}, {labels.node}) (count by ({one}, {labels.node}, gpu) ({held})))"
+    best = coalesce_node(f"({read})", labels)
+    behind = f"topk by ({one}) (1, {scored}) - on ({node}) group_left () max by ({node}) ({best})"
+    chosen = f'count_values without () ("{BEHIND_MARK}", {behind}) + on ({node}) group_left ({SLOT_MARK}) ' \
+             f'(0 * count_values by ({node}) ("{SLOT_MARK}", {most}))'
+    joined = f'label_join({chosen}, "{SLOT_MARK}", ";", "{SLOT_MARK}", "{ONE_LABEL}", "{BEHIND_MARK}", "gpu", ' \
+             f'{_listed(map(quoted, COPY_LABELS))})'
+    # on a node numbering apart a GPU of a UUID of NVIDIA's form is a slot of its own, its index and target's
+    apart = "(?:[2-9]|[0-9]{2,})"
+    slot = f'label_replace({joined}, "gpu", "$1", "{SLOT_MARK}", "{apart};;[^;]*;(.*)")'
+    # and another GPU is read from its copy on the node's newest target alone (ONE_LABEL, no entry: not read)
+    return f'(0 * label_replace({slot}, "{ONE_LABEL}", "$1;", "{SLOT_MARK}", "{apart};([^;]+);-.*"))'
 
 
 def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers: list[str], lookback: str) -> str:
