@@ -211,7 +211,7 @@ from . import container_insights_table as addon
 from .blanks import READING_FLOOR, short
 from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
-from .promql import step_reading
+from .promql import LOOKBACK_SECONDS, step_reading
 from .promql_text import label_name, matcher, one_of
 from .exporter_styles import (EXPORTER_LABELS, daemonset_key, exporter_daemonset, fleet_styles, named_daemonsets,
                               namespace_matcher, several_daemonsets)
@@ -348,7 +348,6 @@ PER_GPU_SUFFIX = "-per-gpu"
 SAMPLES = "scrape_samples_post_metric_relabeling"
 NODE_LABEL = "node"
 POD_INFO = "kube_pod_info"  # kube-state-metrics: one series per pod, with its namespace, name and node
-LOOKBACK_SECONDS = 300  # Prometheus' lookback delta (its default): an instant selector reads a sample this old
 SAMPLES_SET = (CLUSTER_DIMENSION, NODE_LABEL)
 PER_NODE_SUFFIX = "-per-node"
 

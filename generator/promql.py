@@ -2378,6 +2378,9 @@ def _seconds(duration: str) -> int:
     return int(duration[:-1]) * _UNITS[duration[-1]]
 
 
+LOOKBACK_SECONDS = 300  # Prometheus' lookback delta (its default): an instant selector reads a sample this old
+
+
 def _duration_text(seconds: int) -> str:
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
@@ -3952,14 +3955,15 @@ def _uuid_one(series: str) -> str:
 
 def _newest_index(named: str, metrics: tuple[str, ...], matchers: list[str], span: str, labels: Labels) -> str:
     """`named` (gpus_named's in a rule: a name per GPU, cluster, GPU_LABEL and index) with one index kept of a UUID of
-    NVIDIA's form named at several: that of the copy with a sample within the last 5 minutes (Prometheus' look-back)
+    NVIDIA's form named at several: that of the copy with a sample within Prometheus' look-back (LOOKBACK_SECONDS)
     holding the fewest samples within `span`, the exporter that began last, at every evaluation alike (the names' rank
     by a sample within the last scrape interval, which two exporters scraped at other seconds take in turn, would move
-    the alert's `gpu` between evaluations); a copy without a sample within 5 minutes ranks below every one with one, by
-    its samples alike (a GPU whose exporter is down is still named: its periods are judged). A GPU without a UUID
-    (GPU_LABEL its node) keeps every index (ONE_LABEL its index)."""
+    the alert's `gpu` between evaluations); a copy without a sample within the look-back ranks below every one with
+    one, by its samples alike (a GPU whose exporter is down is still named: its periods are judged). A GPU without a
+    UUID (GPU_LABEL its node) keeps every index (ONE_LABEL its index)."""
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    read = " or ".join(f"(present_over_time({selector(m, matchers)}[5m]) * 1e6 or present_over_time("
+    lookback = _duration_text(LOOKBACK_SECONDS)
+    read = " or ".join(f"(present_over_time({selector(m, matchers)}[{lookback}]) * 1e6 or present_over_time("
                        f"{selector(m, matchers)}[{span}]) * 0) - count_over_time({selector(m, matchers)}[{span}])"
                        for m in metrics)
     age = f"max by ({gpu}) ({identified(f'({read})', labels)})"
