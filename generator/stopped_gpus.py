@@ -71,6 +71,7 @@ GPUs after it indexed anew). On agent.pipeline: classic, the Container Insights 
 from __future__ import annotations
 
 from .blanks import READING_FLOOR, short
+from .data_missing import counted
 from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters, uuid_carried, uuid_spellings
 from .settings import Settings
 
@@ -379,7 +380,7 @@ def unread_description(settings: Settings, period: int, periods: int) -> tuple[t
     minutes = period * periods // 60
     # (a GPU below the highest index that never read fires it too: one DCGM never answered for, or an exporter
     # serving some of its node's GPUs, -d/--devices; the Prometheus rule judges only a GPU read within the hour)
-    return ((f"A GPU node whose every scrape over {minutes} minutes read a GPU below its highest index unread, "
+    return ((f"A GPU node whose every scrape over {counted(minutes, 'minute')} read a GPU below its highest index unread, "
              f"while it reported in each {period // 60}-minute period, is a contributor in ALARM: DCGM lost that GPU "
              f"or never read it.", ""),
             ("It names the node; a node's highest-indexed GPU lost, or left out by a reboot, is not seen.", ""),

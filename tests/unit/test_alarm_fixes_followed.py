@@ -11,11 +11,15 @@ data-missing rule's agent alarm never fires."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
-from tests.support.alarm_fixes import (INTERVALS, PIPELINES, alternatives, applied, cases, followed, judged,
-                                       judged_case, own, project)
+from generator.model import Condition, Query
+from generator.settings import intervals_dividing, scrape_intervals
+from tests.support.alarm_fixes import (INTERVALS, PIPELINES, Case, alarm, alternatives, applied, cases, followed,
+                                       judged, judged_case, own, project)
+from tests.support.projects import bundled_project
 
 GRID = [(pipeline, interval) for pipeline in PIPELINES for interval in INTERVALS]
 
@@ -64,3 +68,27 @@ def test_each_warning_of_a_bundled_alarms_period_is_mended_by_its_fix(pipeline, 
             if then:
                 wrong.append(f"{what}\n  fix: {fix}\n  followed ({change}): {then[0][0]}")
     assert not wrong, "\n".join(wrong[:5]) + f"\n({len(wrong)} in all)"
+
+
+def test_a_window_of_one_period_past_three_hours_is_said_in_the_singular_and_told_three_hours():
+    (said,) = judged_case(Case("plain", 21600, 1, None, "60s", "otel"))
+    assert said == ("alarm 'hot': 1 period of 21600 s spans 6 hours; CloudWatch evaluates a Metrics Insights alarm over "
+                    "the latest 3 hours of data only",
+                    "give the alarm period_seconds=10800 and evaluation_periods=1 (10800 s, within the 3 hours)")
+
+
+def test_a_static_pods_alarm_is_told_the_longer_choice_past_three_hours():
+    """A static pod's alarm (metric math) is not bound by the 3 hours a Metrics Insights alarm reads: its short
+    period's fix names both spans nearest its window of 14,460 s (the longer was dropped, as for a GROUP BY alarm)."""
+    loaded = bundled_project("scrape:\n  interval: 60s\nalarms:\n  per_pod: static\n  static_pods: [ml/a]\n")
+    idle = replace(alarm(Case("filled", 60, 241, None, "60s", "otel")),
+                   condition=Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("namespace", "pod")), "<", 5))
+    ((_, fix),) = judged((idle,), own(loaded.settings), loaded.catalog)
+    assert fix.startswith("give the alarm period_seconds=120 (no whole number of 120 s periods spans its window of "
+                          "14460 s: give it evaluation_periods=120 (14400 s) or evaluation_periods=121 (14520 s)")
+
+
+def test_the_scrape_intervals_named_keep_to_the_longest():
+    assert scrape_intervals(300) == [10, 12, 15, 20, 25, 30, 50, 60, 75, 100, 150]
+    assert intervals_dividing(60, 20) == "10s, 12s, 15s, 20s"
+    assert intervals_dividing(60, 6) == "1s, 2s, 3s, 4s, 5s, 6s"  # none of 10 s or more: it said 60s
