@@ -1769,7 +1769,7 @@ def _check_window(alarm: Alarm, settings: Settings) -> None:
     what = (f"CloudWatch evaluates an alarm over {said} at most (PutMetricAlarm refuses more)" if said else
             "CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only")
     raise InputError(f"alarm {alarm.id!r}: {spanned}; {what}", where=alarm.defined_at,
-                     hint=_accepted_near(alarm, settings, limit, f"{limit} s, within {said or 'the 3 hours'}"))
+                     hint=_accepted_near(alarm, settings, limit, f"within {said or 'the 3 hours'}"))
 
 
 # Set while _accepted_near tries alarms against the checks: the fixes of the refusals it meets are not read, and not
@@ -1783,11 +1783,13 @@ _NEAR_TRIES = 200
 def _accepted_near(alarm: Alarm, settings: Settings, window: int, said: str, periods: Iterable[int] = ()) -> str:
     """'give the alarm ...': the alarm's own fields with numbers check_periods accepts, spanning `window` s (or the
     nearest spans to it, no longer than CloudWatch evaluates): at its own period first (else at `periods`, else at
-    whole minutes above it, then below it), over the whole periods spanning `window` or the two nearest, its
-    datapoints_to_alarm of the same share (_periods_of). `said`: what the span is kept within or to."""
+    whole minutes above it, then below it), over the whole periods spanning `window` or the two nearest (at least the
+    data-missing rule's fewest, data_missing.fewest_periods), its datapoints_to_alarm of the same share (_periods_of).
+    `said`: what the span is kept within or to."""
     if _SEARCHING.get():
         return ""
     own = alarm.period_seconds
+    fewest = data_missing.fewest_periods(settings) if _with_agent_alarm(alarm, settings) else 1
     tried = list(periods) or [own, *range(own - own % 60 + 60, window + 1, 60),
                               *range(min(own, window) // 60 * 60, 59, -60)]
     token = _SEARCHING.set(True)
@@ -1796,8 +1798,8 @@ def _accepted_near(alarm: Alarm, settings: Settings, window: int, said: str, per
         for period in [p for p in dict.fromkeys(tried) if p > 0][:_NEAR_TRIES]:
             whole, left = divmod(window, period)
             limit = _window_limit(alarm, settings, period)
-            for count in (whole,) if not left else (whole, whole + 1):
-                if count < 1 or count * period > limit:
+            for count in dict.fromkeys(max(count, fewest) for count in (whole, whole + bool(left))):
+                if count * period > limit:
                     continue
                 candidate = replace(alarm, period_seconds=period, evaluation_periods=count,
                                     datapoints_to_alarm=_scaled(alarm, count))
@@ -1809,13 +1811,13 @@ def _accepted_near(alarm: Alarm, settings: Settings, window: int, said: str, per
                            f"{re.split(r': |; |, and ', _refused_what(first_refused[1], alarm))[0]}"
                            if first_refused and period != own else "")
                     span = said if count * period == window else (
-                        f"{count * period} s: no whole number of {period} s periods spans {window} s; say that span "
-                        f"in its description")
-                    return f"give the alarm {changed}{_periods_of(alarm, count)} ({span}{why})"
+                        f"no whole number of {period} s periods spanning {window} s: say that span in its description")
+                    return f"give the alarm {changed}{_periods_of(alarm, count)} ({count * period} s), {span}{why}"
                 first_refused = first_refused or (candidate, refused)
     finally:
         _SEARCHING.reset(token)
-    return f"give the alarm a period_seconds and evaluation_periods spanning {said}"
+    return (f"give the alarm a period_seconds of whole minutes and whole scrape intervals, and evaluation_periods "
+            f"spanning about {window} s")
 
 
 EXPRESSION_LENGTH = 2048  # PutMetricAlarm: a MetricDataQuery's Expression holds at most 2,048 characters

@@ -37,8 +37,11 @@ def test_each_refusal_of_a_users_alarm_is_one_message_whose_fix_followed_is_acce
         assert len(said) == 1, (str(case), said)
         what, fix = said[0]
         options = followed(fix, case)
-        if not options:
+        if not options or "give the alarm a period_seconds" in fix:  # each change it names has its numbers
             wrong.append(f"{case}: {what}\n  fix names nothing to write: {fix}")
+        if "latest 3 hours of data only" in what:  # told the most of the 3 hours its period fits, not fewer
+            wrong += [f"{case}: {what}\n  fix spans {option.period * option.periods} s: {fix}" for option in options
+                      if not 10800 - option.period < option.period * option.periods <= 10800]
         for option in options:
             then = judged_case(option)
             if then:
@@ -74,7 +77,7 @@ def test_a_window_of_one_period_past_three_hours_is_said_in_the_singular_and_tol
     (said,) = judged_case(Case("plain", 21600, 1, None, "60s", "otel"))
     assert said == ("alarm 'hot': 1 period of 21600 s spans 6 hours; CloudWatch evaluates a Metrics Insights alarm over "
                     "the latest 3 hours of data only",
-                    "give the alarm period_seconds=10800 and evaluation_periods=1 (10800 s, within the 3 hours)")
+                    "give the alarm period_seconds=10800 and evaluation_periods=1 (10800 s), within the 3 hours")
 
 
 def test_a_static_pods_alarm_is_told_the_longer_choice_past_three_hours():

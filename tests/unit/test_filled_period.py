@@ -305,9 +305,9 @@ def test_a_window_over_three_hours_is_told_before_its_short_period_and_its_fix_f
     message, stderr = refusal(cli, _project(tmp_path, 60, 240, 60), tmp_path)
     assert message == ("error: alarms/mine.py:5: alarm 'idle': 240 periods of 60 s span 4 hours; CloudWatch evaluates a "
                        "Metrics Insights alarm over the latest 3 hours of data only")
-    assert ("  fix: give the alarm period_seconds=120 and evaluation_periods=90 (10800 s, within the 3 hours; at 180 "
+    assert ("  fix: give the alarm period_seconds=120 and evaluation_periods=90 (10800 s), within the 3 hours; at 180 "
             "periods of 60 s it would be refused: its period of 60 s is under 2 scrape intervals (scrape.interval "
-            "60 s))") in stderr.splitlines()
+            "60 s)") in stderr.splitlines()
     request = _followed(tmp_path, cli, _alarm(120, 90, "notBreaching"))
     periods = {m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request["Metrics"]} - {None}
     assert (periods, request["EvaluationPeriods"]) == ({120}, 90)
