@@ -3987,12 +3987,19 @@ def _newest_index(named: str, metrics: tuple[str, ...], matchers: list[str], spa
     holding the fewest samples within `span`, the exporter that began last, at every evaluation alike (the names' rank
     by a sample within the last scrape interval, which two exporters scraped at other seconds take in turn, would move
     the alert's `gpu` between evaluations); a copy without a sample within the look-back ranks below every one with
-    one, by its samples alike (a GPU whose exporter is down is still named: its periods are judged). A GPU without a
-    UUID (GPU_LABEL its node) keeps every index (ONE_LABEL its index)."""
+    one, by its samples alike (a GPU whose exporter is down is still named: its periods are judged). Copies holding as
+    many samples (two DaemonSets both up longer than `span`) rank by their newest sample at the step of `span` aligned
+    within it, less that step (under a second a thousand: their targets' scrape phase, the same at every evaluation
+    and for every GPU of the target): tied, each GPU's index fell as Prometheus met its copies, two GPUs of a node
+    numbered apart at one index at 18 of 27 evaluations, the numbering moving between them at the rest
+    (tests/integration/test_alert_index_two_daemonsets_tied.py). A GPU without a UUID (GPU_LABEL its node) keeps every
+    index (ONE_LABEL its index)."""
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
     lookback = _duration_text(LOOKBACK_SECONDS)
     read = " or ".join(f"(present_over_time({selector(m, matchers)}[{lookback}]) * 1e6 or present_over_time("
-                       f"{selector(m, matchers)}[{span}]) * 0) - count_over_time({selector(m, matchers)}[{span}])"
+                       f"{selector(m, matchers)}[{span}]) * 0) - count_over_time({selector(m, matchers)}[{span}]) + "
+                       f"(max_over_time((timestamp({selector(m, matchers)}) - time())[{span}:{span}]) / "
+                       f"1e3 or 0 * count_over_time({selector(m, matchers)}[{span}]))"
                        for m in metrics)
     age = f"max by ({gpu}) ({identified(f'({read})', labels)})"
     one = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
