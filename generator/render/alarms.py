@@ -1739,10 +1739,11 @@ def _window_limit(alarm: Alarm, settings: Settings, period: int) -> int:
 
 def _refusal(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> InputError | None:
     """The first refusal of the window and period checks (check_periods' order), None where none refuses."""
-    ordered = (_check_short_periods, _check_period) if alarm.stopped or churn_problem(alarm, settings) \
-        else (_check_period, _check_short_periods)
+    def short(alarm: Alarm, settings: Settings) -> None:
+        _check_short_periods(alarm, settings, cloudwatch)
+    ordered = (short, _check_period) if alarm.stopped or churn_problem(alarm, settings) else (_check_period, short)
     try:
-        for check in (_check_window, *ordered) if cloudwatch else (_check_short_periods,):
+        for check in (_check_window, *ordered) if cloudwatch else (short,):
             check(alarm, settings)
     except InputError as exc:
         return exc
@@ -2284,15 +2285,21 @@ def _bundled(settings: Settings) -> bool:
     return settings.definitions.alarms is None
 
 
-def _check_short_periods(alarm: Alarm, settings: Settings) -> None:
+def _check_short_periods(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> None:
     """An alarm of the user's own whose period is too short for the scrape interval (_short_periods) is refused; a
-    bundled one, whose period the user does not write, is kept with a warning (short_periods)."""
+    bundled one, whose period the user does not write, is kept with a warning (short_periods). The fix names the scrape
+    intervals at which the alarm as written is accepted (_longer_intervals), none where CloudWatch judges a period
+    under 60 s (_check_period refuses it at any interval): 'or scrape more often' led a 10 s stopped rule at 10 s
+    scrapes (agent.pipeline: otel) to 5 s, refused for its period, and a data-missing rule of 60 s x 2 at 60 s scrapes
+    (classic) to 30 s, refused as short again."""
     if _bundled(settings):
         return
     for short in _short_periods(alarm, settings):
+        longer = "" if not short.scraping or (cloudwatch and alarm.period_seconds < 60) else \
+            _longer_intervals(alarm, short, settings, [alarm])
         raise InputError(f"alarm {alarm.id!r}: {short.why}", where=alarm.defined_at,
                          hint=f"give the alarm period_seconds={short.least}{short.keep}"
-                              f"{', or scrape more often' if short.scraping else ''}{short.other}")
+                              f"{f', or {longer}' if longer else ''}{short.other}")
 
 
 def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str, str, str]]:

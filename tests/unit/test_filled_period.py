@@ -58,14 +58,20 @@ def _bundled_warning(tmp_path, cli, settings: str, alarm: str) -> dict:
 
 # the fix keeps the rule's window (period x evaluation periods) where a whole number of the longer periods spans it: a
 # longer period alone would lengthen it (60 s x 6 at 120 s periods: 12 minutes, not 6)
+# and the scrape intervals at which it is taken as written, each dividing its period and cloudwatch.period
 @pytest.mark.parametrize("period, periods, interval, missing, fix", [
-    (60, 6, 60, "notBreaching", "period_seconds=120 and evaluation_periods=3, which keep its window of 360 s"),
+    (60, 6, 60, "notBreaching", "period_seconds=120 and evaluation_periods=3, which keep its window of 360 s, or give "
+                                "scrape.interval one of 10s, 12s, 15s, 20s, 30s (30 s or less, dividing "
+                                "cloudwatch.period and the alarm's period)"),
     (60, 3, 60, "breaching", "period_seconds=120 (no whole number of 120 s periods spans its window of 180 s: give it "
                              "evaluation_periods=1 (120 s) or evaluation_periods=2 (240 s), and say that span in its "
-                             "description)"),
+                             "description), or give scrape.interval one of 10s, 12s, 15s, 20s, 30s (30 s or less, "
+                             "dividing cloudwatch.period and the alarm's period)"),
     (300, 3, 300, "notBreaching", "period_seconds=600 (no whole number of 600 s periods spans its window of 900 s: "
                                   "give it evaluation_periods=1 (600 s) or evaluation_periods=2 (1200 s), and say that "
-                                  "span in its description)")])
+                                  "span in its description), or give scrape.interval one of 10s, 12s, 15s, 20s, 25s, "
+                                  "30s, 50s, 60s, 75s, 100s, 150s (150 s or less, dividing cloudwatch.period and the "
+                                  "alarm's period)")])
 def test_a_period_under_two_scrape_intervals_judged_filled_is_refused(period, periods, interval, missing, fix, tmp_path,
                                                                        cli):
     message, stderr = refusal(cli, _project(tmp_path, period, periods, interval, missing), tmp_path)
@@ -73,7 +79,7 @@ def test_a_period_under_two_scrape_intervals_judged_filled_is_refused(period, pe
     assert (f"alarm 'idle': its period of {period} s is under 2 scrape intervals (scrape.interval {interval} s), and "
             f"it is judged over {periods} periods with missing data "
             f"{'not breaching' if missing == 'notBreaching' else 'breaching'}") in message
-    assert f"  fix: give the alarm {fix}, or scrape more often, or missing_data='missing'" in stderr.splitlines()
+    assert f"  fix: give the alarm {fix}, or missing_data='missing'" in stderr.splitlines()
 
 
 def test_the_fix_of_a_refused_filled_period_followed_keeps_the_window_and_builds(tmp_path, cli):
@@ -127,8 +133,11 @@ def test_the_bundled_idle_alarm_at_five_minute_scrapes_is_kept_and_said(tmp_path
 # the least period holds three scrapes as well: at two a period its agent alarm counts under 1 reading, which no period
 # with data does (lint AL028), so 120 s at 60 s scrapes, which the window alone would take, built an alarm never firing.
 # One such period is longer than the window: none keeps it, and the fix names the nearest, one period.
-@pytest.mark.parametrize("period, periods, interval, least", [(60, 2, 60, 180), (300, 2, 300, 900)])
-def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, periods, interval, least, tmp_path, cli):
+@pytest.mark.parametrize("period, periods, interval, least, intervals", [
+    (60, 2, 60, 180, "10s, 12s, 15s, 20s (20 s or less"), (300, 2, 300, 900, "10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, "
+                                                                             "75s, 100s (100 s or less")])
+def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, periods, interval, least, intervals,
+                                                                      tmp_path, cli):
     """The data-missing rule's per-node count over a window of two scrape intervals fires on both of them bringing no
     GPU data, and a window ending at the edge of a node's scrapes holds one: with scrapes within 0.3 s of the minute a
     rule of 60 s periods x 2 at 60 s scrapes missed an exporter hung for 40 minutes at 10 of the 39 minutes it fires
@@ -145,7 +154,8 @@ def test_a_data_missing_window_under_three_scrape_intervals_is_refused(period, p
     assert "so it can never fire" in message
     assert (f"  fix: give the alarm period_seconds={least} (one period of {least} s is longer than its window of "
             f"{period * periods} s: give it evaluation_periods=1 ({least} s), and say that span in its description), "
-            f"or scrape more often") in stderr.splitlines()
+            f"or give scrape.interval one of {intervals}, dividing cloudwatch.period and the alarm's period)"
+            ) in stderr.splitlines()
     (tmp_path / "alarms" / "mine.py").write_text(definitions.replace(
         f"period_seconds={period}, evaluation_periods={periods}", f"period_seconds={least}, evaluation_periods=1"))
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "out"))
@@ -207,7 +217,8 @@ def test_a_data_missing_period_of_two_scrapes_whose_window_holds_enough_is_refus
                        f"{'it' if pipeline == 'otel' else 'they'} can never fire")
     # 180 s x 2 keeps its window of 360 s (a longer period alone made it 540 s), on classic too (two periods)
     assert ("  fix: give the alarm period_seconds=180 and evaluation_periods=2, which keep its window of 360 s, or "
-            "scrape more often") in stderr.splitlines()
+            "give scrape.interval one of 10s, 12s, 15s, 20s, 30s (40 s or less, dividing cloudwatch.period and the "
+            "alarm's period)") in stderr.splitlines()
     (tmp_path / "alarms" / "mine.py").write_text(definitions.replace("period_seconds=120, evaluation_periods=3",
                                                                       "period_seconds=180, evaluation_periods=2"))
     code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "out"))
@@ -396,8 +407,7 @@ def test_a_data_missing_rule_of_one_period_on_classic_is_told_it_before_its_scra
     assert "not a whole number of scrape intervals" not in stderr
     assert (f"  fix: give the alarm period_seconds=600 (2 periods of 600 s are longer than its window of {period} s, "
             f"its alarm per GPU (agent.pipeline: classic) firing over one period for a GPU node added or removed: give "
-            f"it evaluation_periods=2 (1200 s), and say that span in its description), or scrape more often"
-            ) in stderr.splitlines()
+            f"it evaluation_periods=2 (1200 s), and say that span in its description)") in stderr.splitlines()
     _gone_followed(tmp_path, cli, settings, (600, 2))
 
 

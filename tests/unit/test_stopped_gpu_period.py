@@ -21,6 +21,8 @@ from tests.support import cloudwatch_eval
 from tests.support.edge_scrapes import alarm_project, edge_points, refusal
 
 LOST = 1800  # GPU 1 of four stops at minute 30
+# the scrape intervals a 60 s period's refusal names (each divides it and cloudwatch.period 300, two in a period)
+TO30 = "give scrape.interval one of 10s, 12s, 15s, 20s, 30s (30 s or less, dividing cloudwatch.period and the alarm's period)"
 
 
 def _alarm(period: int, periods: int) -> str:
@@ -44,18 +46,20 @@ def _page(lost: bool) -> str:
 
 
 # the fix keeps the rule's window (a longer period alone lengthened it: 60 s x 10 at 120 s, 20 minutes), or says none
-# does and names the nearest
+# does and names the nearest; and the scrape intervals at which the rule as written is taken, none for a period under
+# 60 s, which CloudWatch judges at no interval ('or scrape more often' led 30 s x 4 at 30 s scrapes to 15 s, refused)
 @pytest.mark.parametrize("period, periods, interval, fix", [
-    (60, 10, 60, "period_seconds=120 and evaluation_periods=5, which keep its window of 600 s"),
+    (60, 10, 60, "period_seconds=120 and evaluation_periods=5, which keep its window of 600 s, or " + TO30),
     (60, 5, 60, "period_seconds=120 (no whole number of 120 s periods spans its window of 300 s: give it "
-                "evaluation_periods=2 (240 s) or evaluation_periods=3 (360 s), and say that span in its description)"),
+                "evaluation_periods=2 (240 s) or evaluation_periods=3 (360 s), and say that span in its description), "
+                "or " + TO30),
     (30, 4, 30, "period_seconds=60 and evaluation_periods=2, which keep its window of 120 s")])
 def test_a_period_of_one_scrape_interval_is_refused(period, periods, interval, fix, tmp_path, cli):
     message, stderr = refusal(cli, _project(tmp_path, period, periods, interval), tmp_path)
     assert message.startswith("error: alarms/mine.py:")
     assert (f"alarm 'gpu-gone': its period of {period} s is under 2 scrape intervals (scrape.interval {interval} s)"
             in message)
-    assert f"  fix: give the alarm {fix}, or scrape more often" in stderr.splitlines()
+    assert f"  fix: give the alarm {fix}" in stderr.splitlines()
 
 
 @pytest.mark.parametrize("period, periods, interval", [(120, 5, 60), (60, 10, 30)])
@@ -135,7 +139,7 @@ def test_datapoints_to_alarm_of_fewer_periods_is_refused_with_the_period_in_one_
     assert code == 2
     assert ("  fix: give the alarm period_seconds=60 (no whole number of 60 s periods spans its window of 210 s: give "
             "it evaluation_periods=3, datapoints_to_alarm=3 (180 s) or evaluation_periods=4, datapoints_to_alarm=4 "
-            "(240 s), and say that span in its description), or scrape more often") in stderr.splitlines()
+            "(240 s), and say that span in its description)") in stderr.splitlines()
     # 30 s x 7 of 4: both at once, and the fix drops datapoints_to_alarm with the period's change
     code, stderr = _generated(tmp_path, cli, 30, 7, 4, "b4")
     assert code == 2
@@ -144,7 +148,7 @@ def test_datapoints_to_alarm_of_fewer_periods_is_refused_with_the_period_in_one_
             "(scrape.interval 30 s)") in stderr
     assert ("  fix: drop datapoints_to_alarm, and give the alarm period_seconds=60 (no whole number of 60 s periods "
             "spans its window of 210 s: give it evaluation_periods=3 (180 s) or evaluation_periods=4 (240 s), and say "
-            "that span in its description), or scrape more often") in stderr.splitlines()
+            "that span in its description)") in stderr.splitlines()
     code, stderr = _generated(tmp_path, cli, 60, 3, None, "b5")
     assert code == 0 and "alarm 'gpu-gone'" not in stderr, stderr
 
@@ -167,8 +171,9 @@ def test_a_fix_whose_longer_period_does_not_divide_three_hours_names_no_span_pas
     settings.write_text(settings.read_text() + "cloudwatch:\n  period: 3600\n")
     _, stderr = refusal(cli, settings, tmp_path)
     assert ("  fix: give the alarm period_seconds=480 (no whole number of 480 s periods spans its window of 10800 s: "
-            "give it evaluation_periods=22 (10560 s), and say that span in its description), or scrape more often"
-            ) in stderr.splitlines()
+            "give it evaluation_periods=22 (10560 s), and say that span in its description), or give scrape.interval "
+            "one of 10s, 12s, 15s, 16s, 20s, 24s, 30s, 40s, 48s, 60s, 80s, 120s (120 s or less, dividing "
+            "cloudwatch.period and the alarm's period)") in stderr.splitlines()
     (tmp_path / "alarms" / "mine.py").write_text(_alarm(480, 22))
     code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "b2"))
     assert code == 0 and "'gpu-gone'" not in stderr, stderr
