@@ -82,4 +82,4 @@ def timing_problem(pipeline: str, interval: int, timeout: int, flush: int) -> tu
             f"{what}: a counter's next reading is handled up to {interval + delay} s after the previous one "
             f"({parts}), and the agent forgets a counter's previous reading {ttl} s after it: {lost}, with "
             f"every rate, increase and counter alarm read from them",
-            fix + " that divides cloudwatch.period (e.g. 150s for 300)")
+            fix + " that divides cloudwatch.period (e.g. 100s for 300)")

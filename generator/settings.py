@@ -866,9 +866,14 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
         bundled_alarms = (document.get("definitions") or {}).get("alarms") is None
         hint = f"pick a scrape.interval that divides cloudwatch.period: {intervals_dividing(period)}"
         if bundled_alarms and not period_written and period == BUNDLED_ALARM_PERIOD:
+            # not 150s: the bundled data-missing alarm's 5-minute periods would hold two scrapes, under the three its
+            # agent alarm counts (render.alarms.agent_problem), which generate then warns of (AL029)
+            from .render.alarms import AGENT_SCRAPES
+            longest = period // AGENT_SCRAPES
             hint = (f"pick a scrape.interval that divides {period} s, cloudwatch.period's default and the period of "
-                    f"every bundled alarm: {intervals_dividing(period)} (a longer cloudwatch.period alone does not "
-                    f"do: the bundled alarms judge 5-minute periods)")
+                    f"every bundled alarm, and leaves {AGENT_SCRAPES} scrapes in each: "
+                    f"{intervals_dividing(period, longest)} (a longer cloudwatch.period alone does not do: the bundled "
+                    f"alarms judge 5-minute periods)")
         raise InputError(f"cloudwatch.period {period} s is not a whole number of scrape intervals "
                          f"(scrape.interval {interval} s): each GPU would report {period / interval:g} times "
                          f"per period, and per-pod sums and counts would be off",

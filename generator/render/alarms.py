@@ -1395,7 +1395,11 @@ def _whole_scrapes_fix(alarm: Alarm, settings: Settings) -> str:
     filled alarm of 60 s at 60 s scrapes holds one), or the nearest longer period the interval divides that the checks
     take (_accepted_near), over the periods that keep its window (a bundled alarm's: copied into a folder of the user's
     own first)."""
-    fits = _fine_intervals([alarm], settings, 150, alarm.period_seconds)
+    # a bundled alarm's: none at which the bundled data-missing rule's period (every bundled alarm's) holds under its
+    # agent alarm's scrapes (at 90 s scrapes, cloudwatch.period 900, xid-error was told 150s, where generate warns of
+    # the data-missing alarm: AL029)
+    longest = alarm.period_seconds // AGENT_SCRAPES if _bundled(settings) else 150
+    fits = _fine_intervals([alarm], settings, min(150, longest), alarm.period_seconds)
     window = alarm.period_seconds * alarm.evaluation_periods
     step = math.lcm(60, settings.scrape.seconds)
     first = alarm.period_seconds // step * step + step
@@ -1766,11 +1770,18 @@ def _check_window(alarm: Alarm, settings: Settings) -> None:
     if window <= limit:
         return
     spanned = (f"{counted(alarm.evaluation_periods, 'period')} of {alarm.period_seconds} s "
-               f"span{'s' if alarm.evaluation_periods == 1 else ''} {window / 3600:g} hours")
+               f"span{'s' if alarm.evaluation_periods == 1 else ''} {_in_hours(window)}")
     what = (f"CloudWatch evaluates an alarm over {said} at most (PutMetricAlarm refuses more)" if said else
             "CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only")
     raise InputError(f"alarm {alarm.id!r}: {spanned}; {what}", where=alarm.defined_at,
                      hint=_accepted_near(alarm, settings, limit, f"within {said or 'the 3 hours'}"))
+
+
+def _in_hours(seconds: int) -> str:
+    """A span of over an hour in whole hours, minutes and seconds ('3 hours 20 minutes', not '3.33333 hours')."""
+    hours, left = divmod(seconds, 3600)
+    minutes, seconds = divmod(left, 60)
+    return " ".join(counted(n, unit) for n, unit in ((hours, "hour"), (minutes, "minute"), (seconds, "second")) if n)
 
 
 # Set while _accepted_near tries alarms against the checks: the fixes of the refusals it meets are not read, and not

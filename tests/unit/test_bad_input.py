@@ -266,8 +266,8 @@ CASES = [
              "gpudash.yaml:3", "cluster 'b' (clusters[1]) has no prometheus_label while 'a' has one",
              "set clusters[1].prometheus_label", "on no cluster"),
     settings("scrape interval 1m30s with the bundled alarms", "scrape:\n  interval: 1m30s\n", "gpudash.yaml:2",
-             "scrape.interval 90 s", "the period of every bundled alarm: 10s, 12s, 15s, 20s, 25s, 30s, 50s, 60s, 75s, "
-             "100s, 150s", "a longer cloudwatch.period alone does not do"),
+             "scrape.interval 90 s", "the period of every bundled alarm, and leaves 3 scrapes in each: 10s, 12s, 15s, "
+             "20s, 25s, 30s, 50s, 60s, 75s, 100s (a longer", "a longer cloudwatch.period alone does not do"),
     settings("scrape interval 1m30s with the bundled alarms and a 900 s period",
              "scrape:\n  interval: 1m30s\ncloudwatch:\n  period: 900\n", "gpudash.yaml:2",
              "alarm 'xid-error'", "divides 300 s and cloudwatch.period (10s, 12s, 15s", "copy the bundled alarms", "definitions.alarms"),
