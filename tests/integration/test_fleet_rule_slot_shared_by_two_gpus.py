@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.fleet_rule import fleet_period_values
+from tests.support.fleet_rule import fleet_period_values, wrong_reads
 from tests.support.prometheus_server import written_fixture
 from tests.support.scraped_gpus import scraped
 
@@ -63,13 +63,7 @@ def fleet_rules(tmp_path_factory):
 
 
 def _wrong(prometheus, start: int, rules: dict[str, str], afters, names) -> dict:
-    wrong = {}
-    for after in afters:
-        read = {name: [round(float(sample["value"][1]), 2)
-                       for sample in prometheus.query(rules[name], at=start + ROLLOUT + after)] for name in names}
-        if read != {name: TRUTH[name] for name in names}:
-            wrong[after] = read
-    return wrong
+    return wrong_reads(prometheus, start + ROLLOUT, rules, afters, {name: TRUTH[name] for name in names})
 
 
 def test_a_gpu_only_the_old_exporter_serves_is_counted_while_it_reads(lacking, fleet_rules):

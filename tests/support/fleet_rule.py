@@ -58,3 +58,15 @@ def fleet_period_values(folder) -> dict[str, str]:
     by alarm id, in a project of the settings' defaults (a Prometheus of one cluster)."""
     project = defined_project(folder, alarms=FLEET_GAUGE_ALARMS)
     return {alarm.id: period_value(alarm, project.catalog, project.settings) for alarm in project.alarms}
+
+
+def wrong_reads(prometheus, zero: int, rules: dict[str, str], afters, truth: dict[str, list[float]]) -> dict:
+    """{seconds after `zero`: each rule's values} at each of `afters` where a rule named in `truth` (an instant query
+    of its period value, its values rounded to 0.01 and sorted) reads other than `truth` names."""
+    wrong = {}
+    for after in afters:
+        read = {name: sorted(round(float(sample["value"][1]), 2)
+                             for sample in prometheus.query(rules[name], at=zero + after)) for name in truth}
+        if read != truth:
+            wrong[after] = read
+    return wrong
