@@ -1370,16 +1370,17 @@ def _static_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
 
 def _check_period(alarm: Alarm, settings: Settings) -> None:
     """Periods CloudWatch can evaluate from the agent's standard-resolution observations, a whole
-    number of them per period (thresholds of sums and counts are scaled by that number)."""
-    if addon_source(settings):
-        _check_addon_period(alarm, settings)
+    number of them per period (thresholds of sums and counts are scaled by that number). A period under 60 s is told
+    first on the add-on too: told the add-on's collections first, 10 s x 1 was told 'pick a
+    cloudwatch.addon_gpu_interval that divides 10 s (e.g. 10, 30, 60)', and at 10 it was refused for its period."""
     if alarm.period_seconds < 60:
         least, keep = _standard_period(alarm, settings)
         raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
                          hint=f"give the alarm period_seconds={least}{keep}")
     if addon_source(settings):
-        return  # the add-on's collections are checked above
+        _check_addon_period(alarm, settings)
+        return
     scrape = scrape_seconds(settings)
     if alarm.period_seconds % scrape:  # the scrape interval is the setting at fault
         raise InputError(f"alarm {alarm.id!r} ({alarm.defined_at}): its period of {alarm.period_seconds} s is not a "

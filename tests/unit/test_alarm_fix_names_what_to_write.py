@@ -13,6 +13,7 @@ names build them with no warning (150s was named, where the data-missing alarm i
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -104,3 +105,15 @@ def test_the_settings_intervals_named_take_the_users_alarms():
 def test_a_data_missing_period_under_one_scrape_is_told_its_scrapes_right():
     ((what, fix),) = judged_case(Case("missing", 10, 1, None, "15s", "classic"))
     assert "of its 0 scrapes" not in what and "0.333333" not in what, what
+
+
+@pytest.mark.parametrize("kind", ["filled", "missing", "plain"])
+def test_a_period_under_a_minute_on_the_add_on_is_told_its_period_first(kind):
+    """cloudwatch.source: container-insights: 10 s x 1 was told 'pick a cloudwatch.addon_gpu_interval that divides
+    10 s (e.g. 10, 30, 60)' (30 and 60 do not), and at 10 refused for its period under 60 s."""
+    loaded = bundled_project("cloudwatch:\n  source: container-insights\n")
+    from tests.support.alarm_fixes import alarm
+    made = alarm(Case(kind, 10, 1, None, "10s", "otel"))
+    ((what, fix),) = judged((made,), own(loaded.settings), loaded.catalog)
+    assert "needs high-resolution metrics" in what and "addon" not in fix, (what, fix)
+    assert judged((replace(made, period_seconds=60),), own(loaded.settings), loaded.catalog) == []
