@@ -71,46 +71,46 @@ def _wrong(prometheus, start: int, rules: dict[str, str], afters, names) -> dict
     return wrong_reads(prometheus, start + ROLLOUT, rules, afters, {name: TRUTH[name] for name in names})
 
 
-@pytest.mark.xfail(strict=True, reason="B, served by the old exporter alone on a node numbering apart, is not read: "
-                   "'fleet-gpus' 2, 'fleet-power' 1,000 W, 'fleet-mean' 500 W for 3, 1,800 W, 600 W at every instant "
-                   "from 30 to 900 s after the rollout (88 of 91, the whole overlap)")
-def test_a_gpu_only_the_old_exporter_serves_is_counted(only_old, fleet_rules):
-    """Every 10 s from the rollout to 900 s after (the old exporter's last scrape 905 s after), the 1-minute rules read
-    3 GPUs, 1,800 W, 600 W a GPU."""
-    prometheus, start = only_old
-    assert not _wrong(prometheus, start, fleet_rules, range(0, 901, 10), ("fleet-gpus", "fleet-power", "fleet-mean"))
+ONE_MINUTE = ("fleet-gpus", "fleet-power", "fleet-mean")
 
 
-@pytest.mark.xfail(strict=True, reason="two exporters tied at one millisecond are both the node's newest target and "
-                   "B is read from each: 4 GPUs, 2,600 W, 650 W a GPU for 3, 1,800, 600 (1- and 5-minute forms) at "
-                   "every instant from 580 to 920 s after the rollout (35 of 127)")
-def test_a_gpu_on_two_tied_exporters_counts_once(tied, fleet_rules):
-    """Every 10 s from the rollout to 1,260 s after (the copies tied from 600 s, the old exporter gone at 900 s, its
-    readings in the 5-minute periods to 1,200 s), every rule reads 3 GPUs, 1,800 W, 600 W a GPU."""
-    prometheus, start = tied
-    assert not _wrong(prometheus, start, fleet_rules, range(0, 1261, 10), TRUTH)
+def _pinned(reason: str):
+    return pytest.mark.xfail(strict=True, reason=reason)
 
 
-@pytest.mark.xfail(strict=True, reason="one failed scrape of the new exporter, the node's newest target and B's only "
-                   "server, makes the old one the newest for an interval and B is not read: 2 GPUs, 1,000 W, 500 W a "
-                   "GPU for 3, 1,800 W, 600 W (1- and 5-minute forms) at every instant from 150 to 175 s after the "
-                   "rollout (6 of 55); a failed scrape is bridged for B of NVIDIA's UUID form or on one exporter")
-def test_a_gpu_only_the_newest_exporter_serves_is_counted_over_its_failed_scrape(failed, fleet_rules):
-    """Every 5 s from 30 to 300 s after the rollout (the new exporter's scrape 140 s after failed), every rule reads
-    3 GPUs, 1,800 W, 600 W a GPU."""
-    prometheus, start = failed
-    assert not _wrong(prometheus, start, fleet_rules, range(30, 301, 5), TRUTH)
+# each story, the instants (seconds after the rollout) and rules read, and the wrong numbers measured there
+STORIES = [
+    # to 900 s: the old exporter's last scrape 905 s after
+    pytest.param("only_old", range(0, 901, 10), ONE_MINUTE, id="only_old", marks=_pinned(
+        "B, served by the old exporter alone on a node numbering apart, is not read: 'fleet-gpus' 2, 'fleet-power' "
+        "1,000 W, 'fleet-mean' 500 W for 3, 1,800 W, 600 W at every instant from 30 to 900 s after the rollout (88 of "
+        "91, the whole overlap)")),
+    # to 1,260 s: the copies tied from 600 s, the old exporter gone at 900 s, its readings in the 5-minute periods to
+    # 1,200 s
+    pytest.param("tied", range(0, 1261, 10), tuple(TRUTH), id="tied", marks=_pinned(
+        "two exporters tied at one millisecond are both the node's newest target and B is read from each: 4 GPUs, "
+        "2,600 W, 650 W a GPU for 3, 1,800, 600 (1- and 5-minute forms) at every instant from 580 to 920 s after the "
+        "rollout (35 of 127)")),
+    # from 10 s (the new exporter's first scrape 5 s after) to 900 s (the old exporter's last 920 s after)
+    pytest.param("new_only", range(10, 901, 10), ONE_MINUTE, id="new_only", marks=_pinned(
+        "B, served by the new exporter alone on a node numbering apart whose old exporter is scraped later in each "
+        "interval (the node's newest target), is not read: 'fleet-gpus' 2, 'fleet-power' 1,000 W, 'fleet-mean' 500 W "
+        "for 3, 1,800 W, 600 W at every instant from 10 to 900 s after the rollout (90 of 90, and to 950 s, the old "
+        "exporter's staleness markers)")),
+    # from 30 to 300 s: the new exporter's scrape 140 s after failed
+    pytest.param("failed", range(30, 301, 5), tuple(TRUTH), id="failed", marks=_pinned(
+        "one failed scrape of the new exporter, the node's newest target and B's only server, makes the old one the "
+        "newest for an interval and B is not read: 2 GPUs, 1,000 W, 500 W a GPU for 3, 1,800 W, 600 W (1- and 5-minute "
+        "forms) at every instant from 150 to 175 s after the rollout (6 of 55); a failed scrape is bridged for B of "
+        "NVIDIA's UUID form or on one exporter")),
+]
 
 
-@pytest.mark.xfail(strict=True, reason="B, served by the new exporter alone on a node numbering apart whose old "
-                   "exporter is scraped later in each interval (the node's newest target), is not read: "
-                   "'fleet-gpus' 2, 'fleet-power' 1,000 W, 'fleet-mean' 500 W for 3, 1,800 W, 600 W at every instant "
-                   "from 10 to 900 s after the rollout (90 of 90, and to 950 s, the old exporter's staleness markers)")
-def test_a_gpu_only_the_new_exporter_serves_is_counted(new_only, fleet_rules):
-    """Every 10 s from 10 s after the rollout (the new exporter's first scrape 5 s after) to 900 s after (the old
-    exporter's last scrape 920 s after), the 1-minute rules read 3 GPUs, 1,800 W, 600 W a GPU."""
-    prometheus, start = new_only
-    assert not _wrong(prometheus, start, fleet_rules, range(10, 901, 10), ("fleet-gpus", "fleet-power", "fleet-mean"))
+@pytest.mark.parametrize("story, afters, names", STORIES)
+def test_every_gpu_a_live_exporter_serves_counts_once(story, afters, names, request, fleet_rules):
+    """At each of the story's instants, the rules named read 3 GPUs, 1,800 W, 600 W a GPU."""
+    prometheus, start = request.getfixturevalue(story)
+    assert not _wrong(prometheus, start, fleet_rules, afters, names), "read wrong"
 
 
 def test_before_the_rollout_every_rule_reads_the_truth(only_old, tied, fleet_rules):
