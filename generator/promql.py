@@ -2622,6 +2622,8 @@ class _Merge:
     # a panel's gauge per pod (the look-back's readings, each series naming its GPU by GPU_LABEL) whose lines name no
     # index: a pod's GPU is POD_GPU_LABEL, its UUID where of NVIDIA's form, else its index (_pod_gpu)
     pod_gpu: bool = False
+    # with `pod_gpu`: pod_gpu_marks' indexes of each pod at which a copy carries no UUID of NVIDIA's form (_pod_gpu)
+    pod_marks: str | None = None
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
@@ -2640,7 +2642,9 @@ class _Merge:
     def _merged(self, series: str) -> str:
         """`series` ready for a grouping by `_keep`: its node coalesced into one label, or per pod with `pod_gpu`
         (whose grouping keeps no node) its GPU keyed by POD_GPU_LABEL."""
-        return _pod_gpu(series) if self.pod_keyed() else coalesce_node(series, self.labels)
+        if self.pod_keyed():
+            return _pod_gpu(series, self.labels, self.pod_marks)
+        return coalesce_node(series, self.labels)
 
     def per_pod(self) -> bool:
         """Whether the outer grouping keeps the pod and not the node."""
@@ -3578,10 +3582,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # give it (_Merge.physical, unindexed)
     uuid_counter = (gauge_window is not None and bool(resolution) and set(keys) <= {"cluster"} and not named
                     and not count and query.metric in catalog and catalog.get(query.metric).is_counter)
+    pod_gpu = bool(named_within) and gauge_window is None and "gpu" not in keys \
+        and named_pods_looked_back(query, catalog)
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload, gauge_window is None, picked, scope.picked(), newest_node=newest,
-                   uuid_counter=uuid_counter, pod_gpu=bool(named_within) and gauge_window is None
-                   and "gpu" not in keys and named_pods_looked_back(query, catalog))
+                   uuid_counter=uuid_counter, pod_gpu=pod_gpu,
+                   pod_marks=pod_gpu_marks(_pod_fields(query, catalog), labels, named_within) if pod_gpu else None)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
@@ -3635,7 +3641,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         gpu = tuple(dict.fromkeys(name for name in (labels.cluster, POD_GPU_LABEL if keyed else "gpu", *outer)
                                   if name not in spellings))
         named = _raw(pool[0][0], [list(workload)], [pod_named(labels)], f"present_over_time({{}}[{lookback}])")
-        named = (gpu, _pod_gpu(identified(named, labels)) if keyed else named) if lookback else None
+        named = (gpu, _pod_gpu(identified(named, labels), labels, merge.pod_marks) if keyed else named) \
+            if lookback else None
         return _pooled(*pool, catalog, per_gpu, ", ".join(outer), spellings, named)
     value = per_gpu(query.metric, query.whole_gpu)
     if query.metric in MIG_MEMORY_SHARES and combined:
@@ -3964,15 +3971,56 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
 POD_GPU_LABEL = "gpudash_p"  # _pod_gpu: a pod's GPU, its UUID of NVIDIA's form or its index
 
 
-def _pod_gpu(series: str) -> str:
+def _pod_gpu(series: str, labels: Labels | None = None, marks: str | None = None) -> str:
     """`series` (a per-pod reading, GPU_LABEL set) with POD_GPU_LABEL its GPU's UUID where that is of NVIDIA's form
     (UUID_FORM), else its index (`gpu`: a GPU without a UUID is named by its node, which an exporter upgrade can respell,
     and a pod runs on one node). A sum, count or mean over a pod's GPUs needs no index: two exporters of a rollout
     numbering a node's GPUs apart (C, A, B for A, B, C) named the pod's GPU at the old index and at the new one, two
     GPUs of the pod through the overlap ('Power draw of each pod's GPUs' 600 W for 300, 'Pods on GPUs' 2 for 1; a pod on
-    two GPUs weighed one of them twice in its mean: tests/integration/test_exporter_overlap_pod_rates_and_bars.py)."""
+    two GPUs weighed one of them twice in its mean: tests/integration/test_exporter_overlap_pod_rates_and_bars.py).
+    With `marks` (pod_gpu_marks: per pod, the indexes at which a copy within the look-back carries no UUID of NVIDIA's
+    form), a GPU at such an index is its index whatever UUID its other copies carry: a rollout to an exporter writing
+    no UUID label (or from one) put one GPU under its UUID (the copies writing it) and under its index (those not), two
+    GPUs of the pod through the overlap (train-ab 1,600 W for 800, 4 GPUs for 2, from the new exporter's first scrape
+    to the look-back after the old one's last: tests/integration/test_pod_uuid_dropped_in_rollout.py). A rollout both
+    dropping the UUID and numbering the GPUs apart is not told apart (nothing names a copy's GPU but its index)."""
     key = quoted(POD_GPU_LABEL)
-    return f'label_replace(label_join({series}, {key}, "", "gpu"), {key}, "$0", {quoted(GPU_LABEL)}, "{UUID_FORM}")'
+    if marks is None:
+        gpu = quoted(GPU_LABEL)
+        return f'label_replace(label_join({series}, {key}, "", "gpu"), {key}, "$0", {gpu}, "{UUID_FORM}")'
+    # marked: "index;name;index", else ";name;index": the UUID where unmarked and of NVIDIA's form, else the index
+    pod = _listed((labels.cluster, labels.namespace, labels.pod, "gpu"))
+    marked = f"({series}) * on ({pod}) group_left ({POD_GPU_LABEL}) {marks}"
+    joined = f'label_join({marked}, {key}, ";", {key}, {quoted(GPU_LABEL)}, "gpu")'
+    named = f'label_replace({joined}, {key}, "$1", {key}, ";({UUID_FORM});.*")'
+    return f'label_replace({named}, {key}, "$1", {key}, ".*;(.*)")'
+
+
+def pod_gpu_marks(metrics: tuple[str, ...], labels: Labels, lookback: str) -> str:
+    """Per pod (cluster, namespace, pod) and index, a series of value 1 for every index a series of one of `metrics`
+    (every field the query reads a pod's GPUs from: _pod_fields) named the pod at within `lookback`, POD_GPU_LABEL the
+    index where one of them carries no UUID of NVIDIA's form (identified's first UUID spelling it has: none, or another
+    form), none where all do (_pod_gpu's `marks`). A pod's GPU read from a field not among `metrics` has no series here
+    and is dropped by the join (read from the field alone, a pod on MIG instances, whose utilisation is read from their
+    engine activity, left the utilisation panel)."""
+    pod = _listed((labels.cluster, labels.namespace, labels.pod, "gpu"))
+    first, other = uuid_spellings(labels)[:2]
+    named = pod_named(labels)
+    form = quoted(UUID_FORM)
+    unnamed = " or ".join(f"present_over_time({selector(metric, [named, *matchers])}[{lookback}])"
+                          for metric in metrics
+                          for matchers in ([f"{first}!~{form}", f'{first}!=""'], [f'{first}=""', f"{other}!~{form}"]))
+    every = " or ".join(f"present_over_time({selector(metric, [named])}[{lookback}])" for metric in metrics)
+    every = f"group by ({pod}) ({every})"
+    key = quoted(POD_GPU_LABEL)
+    return f'(label_join(group by ({pod}) ({unnamed}), {key}, "", "gpu") or on ({pod}) {every})'
+
+
+def _pod_fields(query: Query, catalog: Catalog) -> tuple[str, ...]:
+    """The fields a per-pod query reads a pod's GPUs from (pod_gpu_marks): its field and what a MIG GPU's value is read
+    from in its place (_named_fields), the fields of a share (its MIG memory's, those it is `over`)."""
+    shares = (*MIG_MEMORY_SHARES.get(query.metric, ()), *query.over)
+    return tuple(dict.fromkeys((*_named_fields(query.metric, catalog), *(name for name in shares if name in catalog))))
 
 
 def _uuid_one(series: str) -> str:

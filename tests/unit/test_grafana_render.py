@@ -104,10 +104,11 @@ def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
     assert variables["node"]["regex"] == '/instance="([^"]+)"/'
     # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified), keys
     # its UUID under either label (promql.uuid_keyed) or copies a named GPU's index (promql._uuid_one; a pod's GPU's,
-    # promql._pod_gpu)
+    # promql._pod_gpu, its marks and its key: promql.pod_gpu_marks)
     text = json.dumps(models)
     assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid',';',") + \
-        text.count(",'gpudash_u','','gpu')") + text.count(",'gpudash_p','','gpu')")
+        text.count(",'gpudash_u','','gpu')") + text.count(",'gpudash_p','','gpu')") + \
+        text.count(",'gpudash_p',';','gpudash_p','gpudash_gpu','gpu')")
     assert "{{instance}} GPU {{gpu}}" in text
 
 
@@ -273,8 +274,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
             if depth == 0:
                 return util[at:end + 1]
         raise AssertionError(util)
-    # (the device's reading joined under the node's spellings; promql._superseded's `group_left ()` compares times)
-    joined = [device(m.end()) for m in re.finditer(r"group_left ?\([^)]+\) ?", util)]  # (packed: no spaces)
+    # (the device's reading joined under the node's spellings; promql._superseded's `group_left ()` compares times;
+    # a pod's GPU's key, promql.pod_gpu_marks, joined by `group_left (gpudash_p)`)
+    joined = [device(m.end()) for m in re.finditer(r"group_left ?\((?!gpudash_p\))[^)]+\) ?", util)]  # (packed)
     assert joined and all(re.search(r" ?< ?1e14\)$", d) and re.search(r"topk by\b", d) for d in joined), util
     ranged = re.findall(rf"DCGM_\w+{SELECTOR}\[", util)
     # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node; 30s and 60s: the last scrape
