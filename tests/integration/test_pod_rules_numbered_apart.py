@@ -1,0 +1,132 @@
+"""The bundled per-pod alert rules through test_exporter_overlap_pod_rates_and_bars.py's rollouts, as a scraping
+Prometheus stores them: three nodes of 3 GPUs, each old exporter scraped at 0 s of each interval, each new one from
+ROLLOUT, 11 s into each interval, numbering the GPUs apart (C, A, B for A, B, C at indexes 0, 1, 2; n1's exporters
+overlapping 8 intervals, n2's and n3's 4; n2 without a `node` label, its old exporter writing its own pod's name into
+`Hostname`, its new one the node into `hostname`). A pod holds two GPUs of each node (train-ab on A and B, ...), the
+third GPU's pod it alone; each GPU's utilisation is a tenth of its watts (A 30 %, B 50 %, C 70 %, ...) but those of
+the idle GPUs, under the idle rule's 5 % level: train-de's two (D 2 %, E 3 %) and train-gh's G (2 %, beside H's 80 %).
+
+The idle rule judges each GPU a pod holds (Query(..., ("pod", "gpu"))) by its mean over a 5-minute period, the GPU
+named by its index: through the overlaps and the period after, each GPU is judged at the old exporter's index and at
+the new one's, and an index the two numberings give two GPUs of one pod mixes their readings in its mean (strict
+xfails below, with the figures measured). The framebuffer rule reads each pod's least free memory, no index: right.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.render.alarms import period_sign, period_value
+from tests.integration.test_exporter_overlap_pod_rates_and_bars import COUNTERS, HOLDERS, PAIR_GAUGES
+from tests.support.counter_rollout import ALIKE, EXPORTERS, ROLLOUT, SPAN, STEP, WATTS, counters_scraped
+from tests.support.projects import bundled_project
+from tests.support.prometheus_server import written_fixture
+
+IDLE = {"D": 2.0, "E": 3.0, "G": 2.0}
+UTIL = {name: IDLE.get(name, watts / 10) for name, watts in WATTS.items()}
+BY_WATTS = {watts: UTIL[name] for name, watts in WATTS.items()}
+GAUGES = {**PAIR_GAUGES, "DCGM_FI_DEV_GPU_UTIL": lambda watts, _: BY_WATTS[watts]}
+# each node's GPUs in the old exporters' numbering and in the new ones' (by index)
+OLD = ("ABC", "DEF", "GHI")
+NEW = ("CAB", "FDE", "IGH")
+
+
+def _story(exporters):
+    return lambda start: counters_scraped(start, COUNTERS, exporters, pods=True, gauges=GAUGES,
+                                          holder=HOLDERS.__getitem__)
+
+
+apart = written_fixture("pod-rules-apart", _story(EXPORTERS), SPAN, STEP)
+alike = written_fixture("pod-rules-alike", _story(ALIKE), SPAN, STEP)
+
+
+@pytest.fixture(scope="module")
+def rules():
+    """The bundled project and {alarm id: (alarm, its period's value expression)} of its per-pod rules."""
+    project = bundled_project()
+    return project, {alarm.id: (alarm, period_value(alarm, project.catalog, project.settings))
+                     for alarm in project.alarms if alarm.id in ("gpu-idle", "framebuffer-full")}
+
+
+def _gpus(pod: str, index: str) -> set[str]:
+    """The GPUs of `pod` at `index` in either numbering."""
+    held = {name for name, holder in HOLDERS.items() if holder == pod}
+    return {order[int(index)] for order in (*OLD, *NEW)} & held
+
+
+def _judged(prometheus, expr: str, at: int) -> dict[tuple[str, str], float]:
+    return {(s["metric"]["pod"], s["metric"].get("gpu", "")): float(s["value"][1])
+            for s in prometheus.query(expr, at=at)}
+
+
+AFTER = range(-60, 661, 15)
+# Putting each GPU at the index its newest copy names (promql.newest_nodes at `@ end()`, as the fleet rules do, joined
+# at each step of the period's subquery) read every instant of these stories right, but `@ end()` pins the naming to a
+# range query's end: the twin tests that evaluate a rule over a range (test_phase_story_twins.py, ...) then judge the
+# pods of every minute by the last minute's GPUs. Keying the steps by UUID and naming the index once per evaluation,
+# outside the period's subquery, is what remains to do.
+APART = pytest.mark.xfail(strict=True, reason=(
+    "the idle rule keys a pod's GPU by its index: from 15 to 510 s after the rollouts each GPU is judged at the old "
+    "index and at the new one (train-ab: 30 %, 48.2 %, 50 % for A 30 and B 50) and an index both numberings give the "
+    "pod's two GPUs mixes them (train-gh's GPU 1: H's 80 % and G's 2 %, 72.9 % at 15 s)"))
+
+
+@pytest.mark.parametrize("story", [pytest.param("apart", marks=APART), "alike"])
+def test_the_idle_rule_judges_each_gpu_a_pod_holds_once_by_its_own_readings(request, rules, story):
+    """Every 15 s from a minute before the rollouts to 11 minutes after, the idle rule's period mean: one series per
+    GPU a pod holds, at the GPU's index in the old exporter's numbering or the new one's, reading that GPU's utilisation
+    alone (train-gh: G 2 % and H 80 %)."""
+    prometheus, start = request.getfixturevalue(story)
+    _, expr = rules[1]["gpu-idle"]
+    wrong = {}
+    for after in AFTER:
+        judged = _judged(prometheus, expr, start + ROLLOUT + after)
+        per_pod = {}
+        for (pod, index), value in judged.items():
+            per_pod.setdefault(pod, []).append(round(value, 6))
+            if not any(UTIL[name] == round(value, 6) for name in _gpus(pod, index)):
+                wrong.setdefault(after, []).append((pod, index, value))
+        for pod in set(HOLDERS.values()):
+            truth = sorted(UTIL[name] for name, holder in HOLDERS.items() if holder == pod)
+            if sorted(per_pod.get(pod, [])) != truth:
+                wrong.setdefault(after, []).append((pod, sorted(per_pod.get(pod, [])), truth))
+    assert not wrong, wrong
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "train-de's two idle GPUs are three idle series from 15 to 390 s after the rollouts (D and E at the old indexes 0 "
+    "and 1 and at the new ones 1 and 2): the pod is alerted three times for two idle GPUs"))
+def test_the_idle_rule_finds_the_idle_gpus_once_through_the_overlaps(apart, rules):
+    """The rule's comparison with its level, as its alert reads it (period_sign: the sign of the period's mean less
+    5 %): below it train-de's D and E and train-gh's G, each one series at an index it has in either numbering, at
+    every instant of the story (train-gh's G is one series: at the old index while the old copies' readings are in
+    the period, H's readings keeping the new index's mean above the level)."""
+    prometheus, start = apart
+    project, judged = rules
+    alarm, _ = judged["gpu-idle"]
+    expr = period_sign(alarm, project.catalog, project.settings, 0, None, alarm.condition.threshold)
+    wrong = {}
+    for after in AFTER:
+        below = {key: value for key, value in _judged(prometheus, expr, start + ROLLOUT + after).items() if value < 0}
+        pods = sorted(pod for pod, _ in below)
+        if pods != ["train-de", "train-de", "train-gh"] or \
+                not all(_gpus(pod, index) & set(IDLE) for pod, index in below):
+            wrong[after] = below
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("story", ["apart", "alike"])
+def test_the_framebuffer_rule_reads_each_pods_least_free_memory(request, rules, story):
+    """The framebuffer rule's period value (a pod's least free MiB of any GPU it holds: 10,000 less ten times the
+    GPU's watts) through the overlaps reads each pod's own GPUs (train-ab 5,000 MiB, B's; measured so: a pod's least
+    is no index's)."""
+    prometheus, start = request.getfixturevalue(story)
+    _, expr = rules[1]["framebuffer-full"]
+    truth = {pod: min(10000 - 10 * WATTS[name] for name, holder in HOLDERS.items() if holder == pod)
+             for pod in set(HOLDERS.values())}
+    wrong = {}
+    for after in AFTER:
+        shown = {pod: value for (pod, _), value in _judged(prometheus, expr, start + ROLLOUT + after).items()}
+        if shown != pytest.approx(truth):
+            wrong[after] = shown
+    assert not wrong, wrong
