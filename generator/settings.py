@@ -868,7 +868,6 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
         if bundled_alarms and not period_written and period == BUNDLED_ALARM_PERIOD:
             # not 150s: the bundled data-missing alarm's 5-minute periods would hold two scrapes, under the three its
             # agent alarm counts (render.alarms.agent_problem), which generate then warns of (AL029)
-            from .render.alarms import AGENT_SCRAPES
             longest = period // AGENT_SCRAPES
             hint = (f"pick a scrape.interval that divides {period} s, cloudwatch.period's default and the period of "
                     f"every bundled alarm, and leaves {AGENT_SCRAPES} scrapes in each: "
@@ -881,6 +880,10 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
 
 
 BUNDLED_ALARM_PERIOD = 300  # the period of every bundled alarm (model.Alarm.period_seconds' default)
+# The fewest scrapes a period of the data-missing rule holds for its agent alarm (`<agent>`) to fire: it counts under half
+# of a period's scrapes, none at two a period (lint AL028), so the least period that mends its window holds three
+# (render.alarms; here, where the settings' own refusal names the intervals that leave them)
+AGENT_SCRAPES = 3
 
 
 def scrape_intervals(seconds: int, longest: int = 150) -> list[int]:

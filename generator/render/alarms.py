@@ -58,7 +58,8 @@ from .. import mean_sign
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
 from .fleet_parts import WHERE, said_where
-from ..settings import Cluster, Settings, mig_of, scrape_intervals, setting_place, written_intervals
+from ..settings import (AGENT_SCRAPES, Cluster, Settings, mig_of, scrape_intervals, setting_place,
+                        written_intervals)
 from ..units import Unit
 
 if TYPE_CHECKING:
@@ -2168,10 +2169,6 @@ def filled_problem(alarm: Alarm, interval: int) -> str:
             + ("misses the situation it names at such evaluations" if alarm.missing_data == "notBreaching" else
                "fires where the situation it names does not hold"))
 
-
-# The fewest scrapes a period of the data-missing rule holds for its agent alarm (`<agent>`) to fire: it counts under half
-# of a period's scrapes, none at two a period (lint AL028), so the least period that mends its window holds three
-AGENT_SCRAPES = 3
 
 # The fewest scrape intervals the data-missing rule's window holds (window_problem): over n, a window ending at a node's
 # scrapes' edge holds n - 1 of them, and a hung exporter's n - 1 failed scrapes are more than half of n from n = 3 on
