@@ -44,7 +44,6 @@ comes from here, so label handling is designed once:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -2440,45 +2439,21 @@ def held_reading(counter: CounterReading) -> str:
     5 minutes read 57-71 with every 2nd scrape of the fresh copy missed). A copy gone for longer (its pod left, a run
     of missed scrapes) drops out after `hold`, where the merged reading may go down as before."""
     seconds = _seconds(counter.resolution)
-    return f"({held_latest(counter, at_step=True)} and {counter.merged(lambda s: taken_within(s, seconds))})"
+    return f"({held_latest(counter)} and {counter.merged(lambda s: taken_within(s, seconds))})"
 
 
-def held_latest(counter: CounterReading, at_step: bool = False) -> str:
+def held_latest(counter: CounterReading) -> str:
     """Every copy's latest clean reading merged (the largest): its latest sample within `counter.hold` (staleness
     markers skipped: a copy gone without one, after a Prometheus restart, is read for the hold, not the instant
     selector's 5 minutes), or without a hold the instant selector's; a copy whose latest sample is DCGM's blank
-    none. `at_step` (held_reading: read only where the counter's copy has a sample taken within the step): each
-    exporter's copy of the GPU read one by one (`counter.copies` keyed by the target: _led_period's) names only the
-    series of targets with such a sample (_taken_targets) before naming them, the rest being dropped after."""
+    none."""
     if counter.hold and counter.by_target:
         keys = _by_target(counter.copies)[0]
         inner = _per_copy(counter, lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
-        now = _taken_targets(counter) if at_step else None
-        return (f"max by ({keys}) ({now or inner} or "
-                f"last_over_time({inner}[{counter.hold}ms:{counter.by_target}]))")
+        return f"max by ({keys}) ({inner} or last_over_time({inner}[{counter.hold}ms:{counter.by_target}]))"
     if counter.hold:
         return counter.merged(lambda s: f"(last_over_time({s}[{counter.hold}ms]) < {COUNTER_BLANK_FLOOR})")
     return counter.merged(lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
-
-
-def _taken_targets(counter: CounterReading) -> str | None:
-    """The clean readings of the copies of `counter` (the instant selector's, _per_copy) of those series whose target
-    has a sample taken within the step (taken_within) for a series sharing each label of the copy's key that the
-    naming does not write (cluster, MIG instance, target, ...): every series of a copy with such a sample, and others,
-    so that `held_reading`, which keeps only copies with a sample taken within the step, reads the same copies and
-    values. Only the kept series are named (the label functions of _Merge.physical, the costly part, at about one step
-    in six at a 30 s scrape interval and 5 s steps), the instant selector and the samples' presence read at every step
-    as before. None where `counter.copies` is not keyed by the target (the merged copies of a GPU: a copy without
-    such a sample is read beside another's that has one) or names a label this does not know it writes."""
-    keys = _by_target(counter.copies)[0].split(", ")
-    written = set(re.findall(r'(?:\{0\}|\)), "([^"]+)"', counter.copies))
-    if not set(COPY_LABELS) <= set(keys) or not written <= {GPU_LABEL, "gpu"}:
-        return None
-    shared = _listed(k for k in keys if k not in written)
-    seconds = _seconds(counter.resolution)
-    each = [(f"({s} < {COUNTER_BLANK_FLOOR})", taken_within(s, seconds)) for s in counter.selectors]
-    values, taken = ((part[0] if len(each) == 1 else "(" + " or ".join(part) + ")") for part in zip(*each))
-    return counter.copies.format(f"({values} and on ({shared}) {taken})")
 
 
 def _per_copy(counter: CounterReading, part) -> str:
