@@ -220,7 +220,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     unwatched = unwatched_static_alarms(project)
     if unwatched:
         said.append(Notice("warning", f"{unwatched[0]}: {unwatched[1]}", unwatched[2], where=unwatched[0]))
-    for where, what, fix in short_periods(project.alarms, project.settings):
+    for where, what, fix in short_periods(project.alarms, project.settings, project.catalog):
         said.append(Notice("warning", f"{where}: {what}", fix, SHORT_PERIOD_RULE, where))
     for noted in (guessed_daemonset(project), unread_daemonset(project)):
         if noted:
@@ -247,7 +247,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         said.append(Notice("warning", f"{len(never)} CloudWatch alarm(s) can never be in ALARM (first: "
                                       f"{never[0]['AlarmName']}): each counts readings below 1, and a period without "
                                       f"a reading has no datapoint",
-                           never_firing_fix(never[0], project.settings, project.alarms), "AL028", "scrape.interval"))
+                           never_firing_fix(never[0], project.settings, project.alarms, project.catalog), "AL028",
+                           "scrape.interval"))
     for region, severity, topics in foreign_topics(project.settings):
         said.append(Notice("warning", f"{severity} alarms in {region} notify no one: alarms.actions.{severity} lists "
                                       f"only SNS topics of other Regions ({', '.join(topics)}), and CloudWatch "

@@ -13,7 +13,7 @@ from .subject import LintInput
 def short_alarm_periods(subject: LintInput) -> Iterable[Finding]:
     """Each bundled alarm whose period (or window) holds too few scrapes at the settings' scrape interval, with what
     to do: generate's warnings, one a finding."""
-    for where, what, fix in short_periods(subject.alarm_definitions, subject.settings):
+    for where, what, fix in short_periods(subject.alarm_definitions, subject.settings, subject.catalog):
         yield Finding(SHORT_PERIOD_RULE, "warning", where, f"{what}; fix: {fix}")
 
 

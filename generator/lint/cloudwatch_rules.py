@@ -877,8 +877,8 @@ def never_alarms(subject: LintInput) -> Iterable[Finding]:
                           f"a count of readings {operator} {request['Threshold']:g} with missing data "
                           f"{request.get('TreatMissingData', 'missing')} can never be in ALARM: a period without a "
                           f"reading has no datapoint (not a count of 0), and one with a reading counts 1 or more; "
-                          f"{never_firing_fix(request, subject.settings, subject.alarm_definitions)}, or count on "
-                          f"the cluster's "
+                          f"{never_firing_fix(request, subject.settings, subject.alarm_definitions, subject.catalog)}"
+                          f", or count on the cluster's "
                           f"alarm")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import sys
 from collections import Counter
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -889,6 +890,18 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     return forms
 
 
+def first_kind(alarm: Alarm, catalog: Catalog, settings: Settings) -> str | None:
+    """The kind of the first CloudWatch alarm the rule makes (alarm_forms' first Form), as far as its periods are judged
+    by it (_window_limit); None where it makes none (left out with a note; the stopped rule off the OTel pipeline,
+    which Prometheus alone judges). A rule CloudWatch cannot evaluate, which generate refuses, is judged as a Metrics
+    Insights alarm."""
+    try:
+        forms = alarm_forms(alarm, catalog, settings)
+    except Unsupported:
+        return "insights"
+    return forms[0].kind if forms else None
+
+
 # The keys that name an object of one cluster: a pod is its cluster's (two clusters each run an `ml/infer-1`), and so
 # is a node (EKS names a node by its private IP, and clusters in VPCs of one CIDR have nodes of one name), its GPUs and
 # their MIG instances, a namespace and a container. A model, or a field's own label (an XID code), names none.
@@ -1369,13 +1382,13 @@ def _static_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     return request
 
 
-def _check_period(alarm: Alarm, settings: Settings) -> None:
+def _check_period(alarm: Alarm, settings: Settings, kind: str | None) -> None:
     """Periods CloudWatch can evaluate from the agent's standard-resolution observations, a whole
     number of them per period (thresholds of sums and counts are scaled by that number). A period under 60 s is told
     first on the add-on too: told the add-on's collections first, 10 s x 1 was told 'pick a
     cloudwatch.addon_gpu_interval that divides 10 s (e.g. 10, 30, 60)', and at 10 it was refused for its period."""
     if alarm.period_seconds < 60:
-        least, keep = _standard_period(alarm, settings)
+        least, keep = _standard_period(alarm, settings, kind)
         raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
                          hint=f"give the alarm period_seconds={least}{keep}")
@@ -1388,10 +1401,10 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
                          f"whole number of scrape intervals (scrape.interval {scrape} s): each GPU would report "
                          f"{alarm.period_seconds / scrape:g} times per period, and the alarm's sums and counts "
                          f"would be off", where=setting_place(settings, ["scrape", "interval"]),
-                         hint=_whole_scrapes_fix(alarm, settings))
+                         hint=_whole_scrapes_fix(alarm, settings, kind))
 
 
-def _whole_scrapes_fix(alarm: Alarm, settings: Settings) -> str:
+def _whole_scrapes_fix(alarm: Alarm, settings: Settings, kind: str | None) -> str:
     """The fix of a period that is not a whole number of scrape intervals: the intervals that divide it and
     cloudwatch.period (else the settings refuse them) at which its period is not too short either (_fine_intervals: a
     filled alarm of 60 s at 60 s scrapes holds one), or the nearest longer period the interval divides that the checks
@@ -1405,7 +1418,7 @@ def _whole_scrapes_fix(alarm: Alarm, settings: Settings) -> str:
     window = alarm.period_seconds * alarm.evaluation_periods
     step = math.lcm(60, settings.scrape.seconds)
     first = alarm.period_seconds // step * step + step
-    near = _accepted_near(alarm, settings, window, f"which keep its window of {window} s",
+    near = _accepted_near(alarm, settings, kind, window, f"which keep its window of {window} s",
                           range(first, first + step * _NEAR_TRIES, step))
     if near and settings.definitions.alarms is None:
         near = f"copy the bundled alarms into a folder of your own, named in definitions.alarms, and {near}"
@@ -1429,7 +1442,8 @@ def _intervals_judged(alarms: list[Alarm], settings: Settings, longest: int, per
     ("" where none is)."""
     def unfit(interval: int) -> str:
         at = replace(settings, scrape=replace(settings.scrape, interval=f"{interval}s"))
-        return next((alarm.id for alarm in alarms if alarm.period_seconds % interval or _short_periods(alarm, at)), "")
+        return next((alarm.id for alarm in alarms
+                     if alarm.period_seconds % interval or _short_periods(alarm, at, None)), "")
     return [(n, unfit(n)) for n in scrape_intervals(math.gcd(settings.cloudwatch.period, period), longest)]
 
 
@@ -1450,7 +1464,7 @@ def _intervals_said(alarms: list[Alarm], settings: Settings, longest: int, perio
             f"and the alarm's period{out})")
 
 
-def _standard_period(alarm: Alarm, settings: Settings) -> tuple[int, str]:
+def _standard_period(alarm: Alarm, settings: Settings, kind: str | None) -> tuple[int, str]:
     """The least standard-resolution period an alarm refused for a period under 60 s is told, and what keeps its window
     at it (_keeping_window): the least whole minutes of whole scrape intervals (on the add-on 60 s, its collections
     dividing it), or a longer one where the alarm's scrapes ask for it (_short_periods), with that fix's numbers: 30 s x 3
@@ -1459,9 +1473,9 @@ def _standard_period(alarm: Alarm, settings: Settings) -> tuple[int, str]:
     told 60 s x 1, then refused)."""
     least = 60 if addon_source(settings) else _least_period(settings, 1)
     fewest = data_missing.fewest_periods(settings) if _with_agent_alarm(alarm, settings) else 1
-    keep = _keeping_window(alarm, least, _window_limit(alarm, settings, least), fewest,
+    keep = _keeping_window(alarm, least, _window_limit(kind, least), fewest,
                            data_missing.fewest_periods_why(settings) if fewest > 1 else "")
-    fixes = [(least, keep)] + [(short.least, short.keep) for short in _short_periods(alarm, settings)]
+    fixes = [(least, keep)] + [(short.least, short.keep) for short in _short_periods(alarm, settings, kind)]
     return max(reversed(fixes), key=lambda fix: fix[0])
 
 
@@ -1631,7 +1645,7 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             from None
     if not forms:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
-    check_periods(alarm, settings)
+    check_periods(alarm, settings, forms[0].kind)
     if forms[0].kind == "unread":  # the GPU stopped reporting rule: each node's GPUs unread, per cluster
         return each([lambda c: _unread_request(alarm, settings, forms[0].plan, c)])
     requests = []
@@ -1686,7 +1700,7 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     return each(builders)
 
 
-def check_periods(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> None:
+def check_periods(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch: bool = True) -> None:
     """Refuse an alarm whose periods CloudWatch (or, for the stopped rule, either backend) cannot judge as it says, in
     one message where several things are wrong, each refusal's fix one the checks then accept (tests/unit/
     test_alarm_fixes_followed.py follows them over a grid of alarms and settings). A stopped rule's datapoints_to_alarm
@@ -1697,17 +1711,19 @@ def check_periods(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> 
     both backends), the others' after the periods CloudWatch can evaluate; a data-missing rule of too few periods on
     classic (churn_problem, whatever the interval) before its interval's refusal, whose intervals followed led into it
     (60 s x 1 at 150 s scrapes: 'pick ... 10s, ..., 60s', each refused). Without `cloudwatch` (a Prometheus rule
-    alone), the stopped rule's datapoints and the periods too short for the scrape interval (_check_short_periods)."""
+    alone), the stopped rule's datapoints and the periods too short for the scrape interval (_check_short_periods).
+    `kind`: the rule's first CloudWatch alarm's (first_kind), None where it makes none, whose window then bounds the
+    spans its fixes name (_window_limit)."""
     problem = stopped_datapoints_problem(alarm)
     if problem:
-        later = _refusal(replace(alarm, datapoints_to_alarm=None), settings, cloudwatch)
+        later = _refusal(replace(alarm, datapoints_to_alarm=None), settings, kind, cloudwatch)
         needed = alarm.datapoints_to_alarm
         raise InputError(f"alarm {alarm.id!r}: {problem}" + (f"; and {_refused_what(later, alarm)}" if later else ""),
                          where=alarm.defined_at,
                          hint=f"drop datapoints_to_alarm, and {later.hint}" if later else
                          f"drop datapoints_to_alarm (for a window of {counted(needed, 'period')} write "
                          f"evaluation_periods={needed})")
-    refused = _refusal(alarm, settings, cloudwatch)
+    refused = _refusal(alarm, settings, kind, cloudwatch)
     if refused:
         raise refused
 
@@ -1722,35 +1738,25 @@ def stopped_datapoints_problem(alarm: Alarm) -> str:
             f"{counted(alarm.evaluation_periods, 'period')}: datapoints_to_alarm {needed} would not be built")
 
 
-def _kind(alarm: Alarm, settings: Settings) -> str:
-    """The kind of the first CloudWatch alarm a rule makes, as far as its periods are judged by it (alarm_forms):
-    "unread" (the stopped rule), "static" (an alarm of metric math per listed pod, which the 3 hours a Metrics Insights
-    alarm reads do not bound), or "insights"."""
-    if alarm.stopped:
-        return "unread"
-    return "static" if _static_alarm(alarm, settings) else "insights"
-
-
-def _static_alarm(alarm: Alarm, settings: Settings) -> bool:
-    """Whether the rule's CloudWatch alarm is a classic one per listed pod (alarm_forms' "static")."""
-    return not alarm.absent and static_per_pod(alarm, settings.alarms.per_pod) and not judges_pod_gpus(alarm, settings)
-
-
-def _window_limit(alarm: Alarm, settings: Settings, period: int) -> int:
-    """The longest window (period x evaluation periods) of `period`s CloudWatch evaluates for `alarm`: PutMetricAlarm's
-    limit, and for an alarm of Metrics Insights the 3 hours it reads (not for a static pod's alarm)."""
+def _window_limit(kind: str | None, period: int) -> int:
+    """The longest window (period x evaluation periods) of `period`s CloudWatch evaluates for a rule whose first alarm
+    is of `kind` (first_kind): PutMetricAlarm's limit, and for an alarm of Metrics Insights the 3 hours it reads (not
+    for a static pod's alarm, of metric math); none where the rule makes no CloudWatch alarm (Prometheus alone judges
+    it)."""
+    if kind is None:
+        return sys.maxsize
     limit = evaluation_limit(period)[0]
-    return limit if _kind(alarm, settings) == "static" else min(limit, ALARM_WINDOW_SECONDS)
+    return limit if kind == "static" else min(limit, ALARM_WINDOW_SECONDS)
 
 
-def _refusal(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> InputError | None:
+def _refusal(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch: bool = True) -> InputError | None:
     """The first refusal of the window and period checks (check_periods' order), None where none refuses."""
-    def short(alarm: Alarm, settings: Settings) -> None:
-        _check_short_periods(alarm, settings, cloudwatch)
+    def short(alarm: Alarm, settings: Settings, kind: str | None) -> None:
+        _check_short_periods(alarm, settings, kind, cloudwatch)
     ordered = (short, _check_period) if alarm.stopped or churn_problem(alarm, settings) else (_check_period, short)
     try:
         for check in (_check_window, *ordered) if cloudwatch else (short,):
-            check(alarm, settings)
+            check(alarm, settings, kind)
     except InputError as exc:
         return exc
     return None
@@ -1761,22 +1767,21 @@ def _refused_what(refused: InputError, alarm: Alarm) -> str:
     return re.sub(rf"^alarm {re.escape(repr(alarm.id))}(?: \([^)]*\))?: ", "", refused.what)
 
 
-def _check_window(alarm: Alarm, settings: Settings) -> None:
+def _check_window(alarm: Alarm, settings: Settings, kind: str | None) -> None:
     """The alarm's window (period x evaluation periods) is one CloudWatch evaluates: a Metrics Insights alarm's the
     latest 3 hours (a static pod's alarm, of metric math, is not one), and any alarm's PutMetricAlarm's limit. The
     fix names the alarm's own fields, with numbers the period checks take too (_accepted_near)."""
     window = alarm.period_seconds * alarm.evaluation_periods
-    limit, said = evaluation_limit(alarm.period_seconds)
-    if window > ALARM_WINDOW_SECONDS and _kind(alarm, settings) != "static":
-        limit, said = ALARM_WINDOW_SECONDS, ""
+    limit = _window_limit(kind, alarm.period_seconds)
     if window <= limit:
         return
+    said = "" if limit == ALARM_WINDOW_SECONDS else evaluation_limit(alarm.period_seconds)[1]
     spanned = (f"{counted(alarm.evaluation_periods, 'period')} of {alarm.period_seconds} s "
                f"span{'s' if alarm.evaluation_periods == 1 else ''} {_in_hours(window)}")
     what = (f"CloudWatch evaluates an alarm over {said} at most (PutMetricAlarm refuses more)" if said else
             "CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only")
     raise InputError(f"alarm {alarm.id!r}: {spanned}; {what}", where=alarm.defined_at,
-                     hint=_accepted_near(alarm, settings, limit, f"within {said or 'the 3 hours'}"))
+                     hint=_accepted_near(alarm, settings, kind, limit, f"within {said or 'the 3 hours'}"))
 
 
 def _in_hours(seconds: int) -> str:
@@ -1794,7 +1799,8 @@ _SEARCHING: ContextVar[bool] = ContextVar("_SEARCHING", default=False)
 _NEAR_TRIES = 200
 
 
-def _accepted_near(alarm: Alarm, settings: Settings, window: int, said: str, periods: Iterable[int] = ()) -> str:
+def _accepted_near(alarm: Alarm, settings: Settings, kind: str | None, window: int, said: str,
+                   periods: Iterable[int] = ()) -> str:
     """'give the alarm ...': the alarm's own fields with numbers check_periods accepts, spanning `window` s (or the
     nearest spans to it, no longer than CloudWatch evaluates): at its own period first (else at `periods`, else at
     whole minutes above it, then below it), over the whole periods spanning `window` or the two nearest (at least the
@@ -1811,13 +1817,13 @@ def _accepted_near(alarm: Alarm, settings: Settings, window: int, said: str, per
         first_refused = None
         for period in [p for p in dict.fromkeys(tried) if p > 0][:_NEAR_TRIES]:
             whole, left = divmod(window, period)
-            limit = _window_limit(alarm, settings, period)
+            limit = _window_limit(kind, period)
             for count in dict.fromkeys(max(count, fewest) for count in (whole, whole + bool(left))):
                 if count * period > limit:
                     continue
                 candidate = replace(alarm, period_seconds=period, evaluation_periods=count,
                                     datapoints_to_alarm=_scaled(alarm, count))
-                refused = _refusal(candidate, settings)
+                refused = _refusal(candidate, settings, kind)
                 if refused is None:
                     changed = f"period_seconds={period} and " if period != own else ""
                     why = (f"; at {counted(first_refused[0].evaluation_periods, 'period')} of "
@@ -1940,12 +1946,14 @@ def silent_alarms(alarms: Iterable[AlarmRequest]) -> list[str]:
     return [item.request["AlarmName"] for item in alarms if not item.request.get("AlarmActions")]
 
 
-def never_firing_fix(request: dict[str, Any], settings: Settings, alarms: Iterable[Alarm] = ()) -> str:
+def never_firing_fix(request: dict[str, Any], settings: Settings, alarms: Iterable[Alarm] = (),
+                     catalog: Catalog | None = None) -> str:
     """What to do of an alarm never_firing finds, by the scrapes its period holds at scrape.interval `interval`: a
     data-missing alarm counts under half of them, none at two or fewer, so at 60 s scrapes a 120 s period needs a
     shorter interval (not the bundled 300 s period's 100 s) dividing it and cloudwatch.period (10 s to 30 s) at which
     the rule's period is not too short either (_fine_intervals), or 180 s periods in as many as keep the window of the
-    rule of `alarms` that made it ('180 s or more' multiplied it: 120 s x 3 at 180 s x 3); without the rule (a build
+    rule of `alarms` that made it ('180 s or more' multiplied it: 120 s x 3 at 180 s x 3), their spans within what its
+    first alarm evaluates (first_kind, from `catalog`: the counters `alarms` were read with); without the rule (a build
     read back), as many as keep its window."""
     interval = settings.scrape.seconds
     given = [m.get("Period") or m.get("MetricStat", {}).get("Period") for m in request.get("Metrics", [])]
@@ -1955,7 +1963,8 @@ def never_firing_fix(request: dict[str, Any], settings: Settings, alarms: Iterab
     rule = next((tag.get("Value") for tag in request.get("Tags", []) if tag.get("Key") == ALARM_RULE_TAG), None)
     alarm = next((alarm for alarm in alarms if alarm.id == rule), None)
     least = _least_period(settings, AGENT_SCRAPES)
-    keep = (_keeping_window(alarm, least, _window_limit(alarm, settings, least), data_missing.fewest_periods(settings),
+    keep = (_keeping_window(alarm, least, _window_limit(first_kind(alarm, catalog, settings), least),
+                            data_missing.fewest_periods(settings),
                             data_missing.fewest_periods_why(settings)) if alarm else
             f" in as many periods as keep its window of {period * request.get('EvaluationPeriods', 1)} s")
     intervals = _intervals_said([alarm] if alarm else [], settings, period // AGENT_SCRAPES, period)
@@ -1987,7 +1996,7 @@ def never_firing_unsaid(requests: Iterable[dict[str, Any]], alarms: Iterable[Ala
     """The requests never_firing finds (lint AL028) but those of a bundled rule whose short period short_periods says
     (lint AL029): the data-missing rule's agent alarm (on agent.pipeline: classic its per-GPU alarm too) at a period
     under three scrapes, whose warning says that they never fire, why and what to do. Said once, under AL029."""
-    said = {alarm.id for alarm in alarms if _bundled(settings) and _short_periods(alarm, settings)}
+    said = {alarm.id for alarm in alarms if _bundled(settings) and _short_periods(alarm, settings, None)}
     return [request for request in requests if never_firing(request) and not said & {
         tag.get("Value") for tag in request.get("Tags", []) if tag.get("Key") == ALARM_RULE_TAG}]
 
@@ -2103,7 +2112,7 @@ def of_settings_clusters(expr: str, settings: Settings) -> str:
 def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple:
     """A stopped alarm's (fields, settings, period, periods): its presence field and its MIG stand-in
     (stopped_gpus.fields_read)."""
-    check_periods(alarm, settings, cloudwatch=False)
+    check_periods(alarm, settings, first_kind(alarm, catalog, settings), cloudwatch=False)
     fields = stopped_gpus.fields_read(catalog, settings, _alert_query(alarm, settings).metric)
     return fields, settings, alarm.period_seconds, alarm.evaluation_periods
 
@@ -2251,16 +2260,16 @@ def _cluster_problem(alarm: Alarm, interval: int) -> str:
             f"failed (every exporter failing every other scrape) it fires though no exporter stopped")
 
 
-def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
+def _short_periods(alarm: Alarm, settings: Settings, kind: str | None) -> list[_ShortPeriod]:
     """Each way `alarm`'s period is too short for settings' scrape interval: a stopped rule's period on either backend
     (stopped_gpus.period_problem), and off the add-on a several-period alarm with missing data filled (filled_problem)
     and the data-missing rule's window (window_problem), period (agent_problem) and periods (churn_problem), said
-    together."""
+    together. `kind`: the rule's first CloudWatch alarm's (first_kind), whose window bounds the spans the fixes name."""
     interval = settings.scrape.seconds
     stopped, filled_least = (_least_period(settings, scrapes) for scrapes in (stopped_gpus.SCRAPES_PER_PERIOD,
                                                                               FILLED_SCRAPES_PER_PERIOD))
     found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1, stopped,
-                          keep=_keeping_window(alarm, stopped, _window_limit(alarm, settings, stopped)))
+                          keep=_keeping_window(alarm, stopped, _window_limit(kind, stopped)))
              for problem in [alarm.stopped and stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
     if addon_source(settings):
         return found
@@ -2274,9 +2283,9 @@ def _short_periods(alarm: Alarm, settings: Settings) -> list[_ShortPeriod]:
     return found + [short for short in (
         filled and _ShortPeriod(filled, FILLED_SCRAPES_PER_PERIOD, 1, filled_least, other=", or missing_data='missing'",
                                 keep=_keeping_window(alarm, filled_least,
-                                                     _window_limit(alarm, settings, filled_least))),
+                                                     _window_limit(kind, filled_least))),
         missing and _ShortPeriod(missing, WINDOW_SCRAPES, alarm.evaluation_periods, least, per_period=AGENT_SCRAPES,
-                                 keep=_keeping_window(alarm, least, _window_limit(alarm, settings, least), fewest,
+                                 keep=_keeping_window(alarm, least, _window_limit(kind, least), fewest,
                                                       data_missing.fewest_periods_why(settings)),
                                  scraping=bool(scraped))) if short]
 
@@ -2294,7 +2303,7 @@ def _bundled(settings: Settings) -> bool:
     return settings.definitions.alarms is None
 
 
-def _check_short_periods(alarm: Alarm, settings: Settings, cloudwatch: bool = True) -> None:
+def _check_short_periods(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch: bool = True) -> None:
     """An alarm of the user's own whose period is too short for the scrape interval (_short_periods) is refused; a
     bundled one, whose period the user does not write, is kept with a warning (short_periods). The fix names the scrape
     intervals at which the alarm as written is accepted (_longer_intervals), none where CloudWatch judges a period
@@ -2303,7 +2312,7 @@ def _check_short_periods(alarm: Alarm, settings: Settings, cloudwatch: bool = Tr
     (classic) to 30 s, refused as short again."""
     if _bundled(settings):
         return
-    for short in _short_periods(alarm, settings):
+    for short in _short_periods(alarm, settings, kind):
         longer = "" if not short.scraping or (cloudwatch and alarm.period_seconds < 60) else \
             _longer_intervals(alarm, short, settings, [alarm])
         raise InputError(f"alarm {alarm.id!r}: {short.why}", where=alarm.defined_at,
@@ -2311,7 +2320,7 @@ def _check_short_periods(alarm: Alarm, settings: Settings, cloudwatch: bool = Tr
                               f"{f', or {longer}' if longer else ''}{short.other}")
 
 
-def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str, str, str]]:
+def short_periods(alarms: Iterable[Alarm], settings: Settings, catalog: Catalog) -> list[tuple[str, str, str]]:
     """(where, what, fix) of each bundled alarm of `alarms` (a project's) whose period is too short for the scrape
     interval (_short_periods), the stopped rule's first: at scrape.interval 5m the stopped rule's and the idle GPU
     alarm's 5-minute periods hold one, the data-missing rule's 10-minute window two. It is kept (the user does not write
@@ -2319,7 +2328,8 @@ def short_periods(alarms: Iterable[Alarm], settings: Settings) -> list[tuple[str
     if not _bundled(settings):
         return []
     alarms = list(alarms)
-    found = [(alarm, short) for alarm in alarms for short in _short_periods(alarm, settings)]
+    found = [(alarm, short) for alarm in alarms
+             for short in _short_periods(alarm, settings, first_kind(alarm, catalog, settings))]
     return [(alarm.defined_at, f"alarm {alarm.id!r} (bundled): {short.why}",
              f"{f'{longer}, or ' if short.scraping and longer else ''}"
              f"copy the bundled alarms into a folder of your own, named in definitions.alarms, and give it "

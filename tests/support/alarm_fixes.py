@@ -83,9 +83,9 @@ def judged(alarms: tuple[Alarm, ...], settings, catalog) -> list[tuple[str, str]
         render.prometheus_rules(alarms, catalog, settings)
     except GpudashError as exc:
         return [(exc.what, exc.hint or "")]
-    said = [(what, fix) for _, what, fix in render.short_periods(alarms, settings)]
+    said = [(what, fix) for _, what, fix in render.short_periods(alarms, settings, catalog)]
     never = render.never_firing_unsaid([item["Request"] for item in requests], alarms, settings)
-    return said + [(f"AL028 {request['AlarmName']}", render.never_firing_fix(request, settings, alarms))
+    return said + [(f"AL028 {request['AlarmName']}", render.never_firing_fix(request, settings, alarms, catalog))
                    for request in never]
 
 

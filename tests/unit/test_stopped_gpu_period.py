@@ -169,14 +169,37 @@ def test_a_fix_whose_longer_period_does_not_divide_three_hours_names_no_span_pas
     which followed builds at 480 s x 22 with no refusal or warning of the rule."""
     settings = _project(tmp_path, 240, 45, 240)
     settings.write_text(settings.read_text() + "cloudwatch:\n  period: 3600\n")
-    _, stderr = refusal(cli, settings, tmp_path)
-    assert ("  fix: give the alarm period_seconds=480 (no whole number of 480 s periods spans its window of 10800 s: "
-            "give it evaluation_periods=22 (10560 s), and say that span in its description), or give scrape.interval "
-            "one of 10s, 12s, 15s, 16s, 20s, 24s, 30s, 40s, 48s, 60s, 80s, 120s (120 s or less, dividing "
-            "cloudwatch.period and the alarm's period)") in stderr.splitlines()
-    (tmp_path / "alarms" / "mine.py").write_text(_alarm(480, 22))
-    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "b2"))
-    assert code == 0 and "'gpu-gone'" not in stderr, stderr
-    (request,) = [a["Request"] for a in json.loads((tmp_path / "b2" / "cloudwatch" / "alarms.json").read_text())[
+    built = _fix_followed(cli, tmp_path, settings, (
+        "period_seconds=480 (no whole number of 480 s periods spans its window of 10800 s: give it "
+        "evaluation_periods=22 (10560 s), and say that span in its description), or give scrape.interval one of 10s, "
+        "12s, 15s, 16s, 20s, 24s, 30s, 40s, 48s, 60s, 80s, 120s (120 s or less, dividing cloudwatch.period and the "
+        "alarm's period)"), 480, 22)
+    (request,) = [a["Request"] for a in json.loads((built / "cloudwatch" / "alarms.json").read_text())[
         "alarms"] if "gpu-gone" in a["Request"]["AlarmName"]]
     assert request["EvaluationPeriods"] == 22
+
+
+def test_a_rule_prometheus_alone_judges_is_told_spans_past_the_three_hours_cloudwatch_reads(tmp_path, cli):
+    """On agent.pipeline: classic the rule makes no CloudWatch alarm (lint AL027): the 3 hours a Metrics Insights alarm
+    reads do not bound it. 30 s x 361 (10,830 s) at 30 s scrapes is told both spans nearest its window at 60 s periods
+    (the longer was dropped, as for its CloudWatch alarm), and the longer, followed, is built."""
+    settings = _project(tmp_path, 30, 361, 30)
+    settings.write_text(settings.read_text() + "agent:\n  pipeline: classic\n")
+    built = _fix_followed(cli, tmp_path, settings, (
+        "period_seconds=60 (no whole number of 60 s periods spans its window of 10830 s: give it "
+        "evaluation_periods=180 (10800 s) or evaluation_periods=181 (10860 s), and say that span in its description), "
+        "or give scrape.interval one of 10s, 15s (15 s or less, dividing cloudwatch.period and the alarm's period)"),
+        60, 181)
+    assert "GpudashGpuGone" in (built / "prometheus" / "rules.yaml").read_text()
+
+
+def _fix_followed(cli, tmp_path, settings: Path, fix: str, period: int, periods: int) -> Path:
+    """The build of alarms/mine.py the rule of `period` s x `periods`, asserting generate refused the rule first
+    with `fix` ('give the alarm ...'), then built it with nothing said of it (but that it has no CloudWatch alarm)."""
+    _, stderr = refusal(cli, settings, tmp_path)
+    assert f"  fix: give the alarm {fix}" in stderr.splitlines()
+    (tmp_path / "alarms" / "mine.py").write_text(_alarm(period, periods))
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "b2"))
+    assert code == 0 and not [line for line in stderr.splitlines() if "'gpu-gone'" in line
+                              and not line.startswith("note: alarm 'gpu-gone' has no CloudWatch alarm")], stderr
+    return tmp_path / "b2"
