@@ -515,8 +515,8 @@ class Alarm:
                             "GPUs report: it takes a query by ('node', 'gpu'), scope 'cluster', and no absent=True")
             fixes.append(f"write Condition(Query({self.condition.query.metric!r}, 'count', ('node', 'gpu')), '<', 1) "
                          f"with stopped=True, or drop stopped=True")
-        # (a stopped rule's datapoints_to_alarm under its evaluation periods: render.alarms.check_periods refuses it,
-        # with whatever else the settings refuse of its periods, in one message)
+        # (a stopped rule's datapoints_to_alarm under its evaluation periods, stopped_partly: refused as the project
+        # reads it, with whatever else the settings refuse of its periods, in one message: project._load_alarms)
         if problems:
             raise DefinitionError(f"{_named('alarm', self.id)}: {'; '.join(problems)}", self.defined_at,
                                   "; ".join(fixes))
@@ -524,6 +524,13 @@ class Alarm:
     @property
     def per_pod(self) -> bool:
         return self.condition.query.per_pod
+
+    @property
+    def stopped_partly(self) -> bool:
+        """A stopped rule of datapoints_to_alarm under its evaluation periods: it fires for a GPU every scrape over its
+        window read unread, each of its periods, so its CloudWatch alarm is built N of N and its N of M would not be
+        (render.alarms.stopped_datapoints_problem)."""
+        return self.stopped and self.datapoints_to_alarm not in (None, self.evaluation_periods)
 
     @property
     def queries(self) -> tuple[Query, ...]:

@@ -240,5 +240,18 @@ def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, .
         problem = threshold_problem(alarm, ctx.catalog)
         if problem:
             raise _threshold_error(alarm, problem, settings)
+        if alarm.stopped_partly:  # refused as it is read, so by every command reading the alarms (preview, verify)
+            _refuse_stopped_partly(alarm, settings, ctx.catalog)
         alarms.append(alarm)
     return tuple(alarms)
+
+
+def _refuse_stopped_partly(alarm: Alarm, settings: Settings, catalog: Catalog) -> None:
+    """Refuse a stopped rule's datapoints_to_alarm under its evaluation periods (Alarm.stopped_partly), with whatever
+    the checks of its periods refuse of it (render.alarms.check_periods: on CloudWatch where it makes an alarm there,
+    on Prometheus alone otherwise), in one message: told alone, as the model told it, its fix followed was refused for
+    the period."""
+    from .render.alarms import check_periods, first_kind
+
+    kind = first_kind(alarm, catalog, settings)
+    check_periods(alarm, settings, kind, cloudwatch=kind is not None)

@@ -1731,11 +1731,11 @@ def check_periods(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch
 def stopped_datapoints_problem(alarm: Alarm) -> str:
     """Why a stopped rule's datapoints_to_alarm cannot be built ("" where it can): the rule fires for a GPU every scrape
     over its window read unread, each of its periods, so its CloudWatch alarm is built N of N."""
-    needed = alarm.datapoints_to_alarm
-    if not alarm.stopped or needed is None or needed == alarm.evaluation_periods:
+    if not alarm.stopped_partly:
         return ""
     return (f"stopped=True fires for a GPU that every scrape over its window read unread, each of its "
-            f"{counted(alarm.evaluation_periods, 'period')}: datapoints_to_alarm {needed} would not be built")
+            f"{counted(alarm.evaluation_periods, 'period')}: datapoints_to_alarm {alarm.datapoints_to_alarm} would "
+            f"not be built")
 
 
 def _window_limit(kind: str | None, period: int) -> int:

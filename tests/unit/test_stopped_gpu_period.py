@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.cli_base import main
 from tests.support import cloudwatch_eval
 from tests.support.edge_scrapes import alarm_project, edge_points, refusal
 
@@ -203,3 +204,32 @@ def _fix_followed(cli, tmp_path, settings: Path, fix: str, period: int, periods:
     assert code == 0 and not [line for line in stderr.splitlines() if "'gpu-gone'" in line
                               and not line.startswith("note: alarm 'gpu-gone' has no CloudWatch alarm")], stderr
     return tmp_path / "b2"
+
+
+# each command reading the alarms, with what it needs to get as far as reading them (nothing it would reach: the
+# refusal comes first)
+READING = {"generate": ("--out", "build"), "lint": (), "cost": ("--pods", "1"),
+           "plan": ("--no-grafana", "--no-cloudwatch"), "apply": ("--dry-run",), "push": ("--dry-run",),
+           "preview": ("--prometheus-url", "http://127.0.0.1:9", "--out", "site"),
+           "verify": ("--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch",
+                      "--prometheus-url", "http://127.0.0.1:9")}
+
+
+def test_every_command_reading_the_alarms_is_checked():
+    assert set(READING) == set(main.list_commands(None)) - {"metrics", "init-config"}
+
+
+@pytest.mark.parametrize("command", sorted(READING))
+def test_datapoints_to_alarm_of_fewer_periods_is_refused_by_every_command_reading_the_alarms(command, tmp_path,
+                                                                                          monkeypatch, cli):
+    """A definition's mistake: refused as the alarm is read, as the model refused it before the settings' checks of its
+    periods told it with theirs (preview and verify, which build no alarm, took it)."""
+    monkeypatch.chdir(tmp_path)
+    written = _alarm(120, 7).replace("stopped=True", "stopped=True, datapoints_to_alarm=4")
+    settings = alarm_project(tmp_path, written, 30)
+    code, _, stderr = cli(command, "--config", str(settings), *READING[command],
+                          env={"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "t"})
+    assert code == 2, stderr
+    assert ("error: alarms/mine.py:5: alarm 'gpu-gone': stopped=True fires for a GPU that every scrape over its window "
+            "read unread, each of its 7 periods: datapoints_to_alarm 4 would not be built") in stderr.splitlines()
+    assert "  fix: drop datapoints_to_alarm (for a window of 4 periods write evaluation_periods=4)" in stderr.splitlines()
