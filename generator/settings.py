@@ -868,11 +868,10 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
         if bundled_alarms and not period_written and period == BUNDLED_ALARM_PERIOD:
             # not 150s: the bundled data-missing alarm's 5-minute periods would hold two scrapes, under the three its
             # agent alarm counts (render.alarms.agent_problem), which generate then warns of (AL029)
-            longest = period // AGENT_SCRAPES
             hint = (f"pick a scrape.interval that divides {period} s, cloudwatch.period's default and the period of "
                     f"every bundled alarm, and leaves {AGENT_SCRAPES} scrapes in each: "
-                    f"{intervals_dividing(period, longest)} (a longer cloudwatch.period alone does not do: the bundled "
-                    f"alarms judge 5-minute periods)")
+                    f"{intervals_dividing(period, longest_interval(period, agent_alarm=True))} (a longer "
+                    f"cloudwatch.period alone does not do: the bundled alarms judge 5-minute periods)")
         raise InputError(f"cloudwatch.period {period} s is not a whole number of scrape intervals "
                          f"(scrape.interval {interval} s): each GPU would report {period / interval:g} times "
                          f"per period, and per-pod sums and counts would be off",
@@ -884,17 +883,27 @@ BUNDLED_ALARM_PERIOD = 300  # the period of every bundled alarm (model.Alarm.per
 # of a period's scrapes, none at two a period (lint AL028), so the least period that mends its window holds three
 # (render.alarms; here, where the settings' own refusal names the intervals that leave them)
 AGENT_SCRAPES = 3
+# The longest scrape interval a fix names: the longest dividing cloudwatch.period's default 300 s within the agent's
+# bounds (agent_timing)
+LONGEST_INTERVAL = 150
 
 
-def scrape_intervals(seconds: int, longest: int = 150) -> list[int]:
-    """The scrape intervals of 10 s to `longest` (at most 150 s: the longest dividing cloudwatch.period's default 300 s
-    within the agent's bounds) that divide `seconds`; where none does (`longest` under 10 s), the whole seconds up to
-    `longest` that do."""
-    top = min(longest, 150)
+def longest_interval(period: int, agent_alarm: bool) -> int:
+    """The longest scrape interval a fix names for a period of `period` s: where it is the data-missing rule's
+    (`agent_alarm`; every bundled alarm's period is the bundled rule's), the longest leaving AGENT_SCRAPES scrapes in
+    it, which its agent alarm counts (at two a period it never fires: 150 s for 300 s); else LONGEST_INTERVAL."""
+    return period // AGENT_SCRAPES if agent_alarm else LONGEST_INTERVAL
+
+
+def scrape_intervals(seconds: int, longest: int = LONGEST_INTERVAL) -> list[int]:
+    """The scrape intervals of 10 s to `longest` (at most LONGEST_INTERVAL) that divide `seconds`; where none does
+    (`longest` under 10 s: a period of 10 s or 20 s Prometheus alone judges), the whole seconds up to `longest` that do,
+    which the settings take too."""
+    top = min(longest, LONGEST_INTERVAL)
     return [n for n in range(10, top + 1) if seconds % n == 0] or [n for n in range(1, top + 1) if seconds % n == 0]
 
 
-def intervals_dividing(seconds: int, longest: int = 150) -> str:
+def intervals_dividing(seconds: int, longest: int = LONGEST_INTERVAL) -> str:
     """scrape_intervals(seconds, longest) written as settings take them."""
     return written_intervals(scrape_intervals(seconds, longest))
 

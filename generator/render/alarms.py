@@ -59,7 +59,7 @@ from .. import mean_sign
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
 from .fleet_parts import WHERE, said_where
-from ..settings import (AGENT_SCRAPES, Cluster, Settings, mig_of, scrape_intervals, setting_place,
+from ..settings import (AGENT_SCRAPES, Cluster, Settings, longest_interval, mig_of, scrape_intervals, setting_place,
                         written_intervals)
 from ..units import Unit
 
@@ -1413,8 +1413,8 @@ def _whole_scrapes_fix(alarm: Alarm, settings: Settings, kind: str | None) -> st
     # a bundled alarm's: none at which the bundled data-missing rule's period (every bundled alarm's) holds under its
     # agent alarm's scrapes (at 90 s scrapes, cloudwatch.period 900, xid-error was told 150s, where generate warns of
     # the data-missing alarm: AL029)
-    longest = alarm.period_seconds // AGENT_SCRAPES if _bundled(settings) else 150
-    fits = _fine_intervals([alarm], settings, min(150, longest), alarm.period_seconds)
+    fits = _fine_intervals([alarm], settings, longest_interval(alarm.period_seconds, agent_alarm=_bundled(settings)),
+                           alarm.period_seconds)
     window = alarm.period_seconds * alarm.evaluation_periods
     step = math.lcm(60, settings.scrape.seconds)
     first = alarm.period_seconds // step * step + step
@@ -1967,7 +1967,8 @@ def never_firing_fix(request: dict[str, Any], settings: Settings, alarms: Iterab
                             data_missing.fewest_periods(settings),
                             data_missing.fewest_periods_why(settings)) if alarm else
             f" in as many periods as keep its window of {period * request.get('EvaluationPeriods', 1)} s")
-    intervals = _intervals_said([alarm] if alarm else [], settings, period // AGENT_SCRAPES, period)
+    intervals = _intervals_said([alarm] if alarm else [], settings, longest_interval(period, agent_alarm=True),
+                                period)
     return (f"a data-missing alarm counts under half of a period's scrapes, none at {period // interval} a period "
             f"({period} s at scrape.interval {interval} s): {f'{intervals}, or ' if intervals else ''}"
             f"(an alarm of your own) "

@@ -97,3 +97,15 @@ def test_the_scrape_intervals_named_keep_to_the_longest():
     assert scrape_intervals(300) == [10, 12, 15, 20, 25, 30, 50, 60, 75, 100, 150]
     assert intervals_dividing(60, 20) == "10s, 12s, 15s, 20s"
     assert intervals_dividing(60, 6) == "1s, 2s, 3s, 4s, 5s, 6s"  # none of 10 s or more: it said 60s
+
+
+@pytest.mark.parametrize("case, named", [(Case("stopped", 10, 3, None, "10s", "classic"), ["1s", "2s", "5s"]),
+                                         (Case("stopped", 20, 1, None, "30s", "classic"), ["10s"])])
+def test_the_intervals_a_rule_prometheus_alone_judges_is_told_are_taken_under_10_s_too(case, named):
+    """A stopped rule of 10 s or 20 s periods on agent.pipeline: classic (no CloudWatch alarm: Prometheus alone judges
+    it) is told the intervals that leave two scrapes in its period, under 10 s where none of 10 s or more does; each,
+    followed, the settings take and the rule is judged at with nothing said."""
+    ((_, fix),) = judged_case(case)
+    intervals = [option for option in followed(fix, case) if option.interval != case.interval]
+    assert [option.interval for option in intervals] == named
+    assert all(project(option.interval, option.pipeline) and not judged_case(option) for option in intervals)
