@@ -7,7 +7,6 @@ import math
 import re
 import sys
 from collections import Counter
-from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from itertools import groupby
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -1382,16 +1381,17 @@ def _static_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     return request
 
 
-def _check_period(alarm: Alarm, settings: Settings, kind: str | None) -> None:
+def _check_period(alarm: Alarm, settings: Settings, kind: str | None, fixed: bool = True) -> None:
     """Periods CloudWatch can evaluate from the agent's standard-resolution observations, a whole
     number of them per period (thresholds of sums and counts are scaled by that number). A period under 60 s is told
     first on the add-on too: told the add-on's collections first, 10 s x 1 was told 'pick a
-    cloudwatch.addon_gpu_interval that divides 10 s (e.g. 10, 30, 60)', and at 10 it was refused for its period."""
+    cloudwatch.addon_gpu_interval that divides 10 s (e.g. 10, 30, 60)', and at 10 it was refused for its period.
+    `fixed`: the refusal names its fix (_refusal)."""
     if alarm.period_seconds < 60:
-        least, keep = _standard_period(alarm, settings, kind)
         raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
-                         hint=f"give the alarm period_seconds={least}{keep}")
+                         hint="give the alarm period_seconds={}{}".format(*_standard_period(alarm, settings, kind))
+                         if fixed else "")
     if addon_source(settings):
         _check_addon_period(alarm, settings)
         return
@@ -1401,7 +1401,7 @@ def _check_period(alarm: Alarm, settings: Settings, kind: str | None) -> None:
                          f"whole number of scrape intervals (scrape.interval {scrape} s): each GPU would report "
                          f"{alarm.period_seconds / scrape:g} times per period, and the alarm's sums and counts "
                          f"would be off", where=setting_place(settings, ["scrape", "interval"]),
-                         hint=_whole_scrapes_fix(alarm, settings, kind))
+                         hint=_whole_scrapes_fix(alarm, settings, kind) if fixed else "")
 
 
 def _whole_scrapes_fix(alarm: Alarm, settings: Settings, kind: str | None) -> str:
@@ -1749,14 +1749,17 @@ def _window_limit(kind: str | None, period: int) -> int:
     return limit if kind == "static" else min(limit, ALARM_WINDOW_SECONDS)
 
 
-def _refusal(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch: bool = True) -> InputError | None:
-    """The first refusal of the window and period checks (check_periods' order), None where none refuses."""
-    def short(alarm: Alarm, settings: Settings, kind: str | None) -> None:
-        _check_short_periods(alarm, settings, kind, cloudwatch)
+def _refusal(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch: bool = True,
+             fixed: bool = True) -> InputError | None:
+    """The first refusal of the window and period checks (check_periods' order), None where none refuses; with its
+    fix where `fixed` (not where _accepted_near tries alarms against the checks: their refusals' fixes are not read,
+    and not searched for in turn)."""
+    def short(alarm: Alarm, settings: Settings, kind: str | None, fixed: bool) -> None:
+        _check_short_periods(alarm, settings, kind, cloudwatch, fixed)
     ordered = (short, _check_period) if alarm.stopped or churn_problem(alarm, settings) else (_check_period, short)
     try:
         for check in (_check_window, *ordered) if cloudwatch else (short,):
-            check(alarm, settings, kind)
+            check(alarm, settings, kind, fixed)
     except InputError as exc:
         return exc
     return None
@@ -1767,10 +1770,10 @@ def _refused_what(refused: InputError, alarm: Alarm) -> str:
     return re.sub(rf"^alarm {re.escape(repr(alarm.id))}(?: \([^)]*\))?: ", "", refused.what)
 
 
-def _check_window(alarm: Alarm, settings: Settings, kind: str | None) -> None:
+def _check_window(alarm: Alarm, settings: Settings, kind: str | None, fixed: bool = True) -> None:
     """The alarm's window (period x evaluation periods) is one CloudWatch evaluates: a Metrics Insights alarm's the
     latest 3 hours (a static pod's alarm, of metric math, is not one), and any alarm's PutMetricAlarm's limit. The
-    fix names the alarm's own fields, with numbers the period checks take too (_accepted_near)."""
+    fix (where `fixed`) names the alarm's own fields, with numbers the period checks take too (_accepted_near)."""
     window = alarm.period_seconds * alarm.evaluation_periods
     limit = _window_limit(kind, alarm.period_seconds)
     if window <= limit:
@@ -1781,7 +1784,8 @@ def _check_window(alarm: Alarm, settings: Settings, kind: str | None) -> None:
     what = (f"CloudWatch evaluates an alarm over {said} at most (PutMetricAlarm refuses more)" if said else
             "CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only")
     raise InputError(f"alarm {alarm.id!r}: {spanned}; {what}", where=alarm.defined_at,
-                     hint=_accepted_near(alarm, settings, kind, limit, f"within {said or 'the 3 hours'}"))
+                     hint=_accepted_near(alarm, settings, kind, limit, f"within {said or 'the 3 hours'}") if fixed
+                     else "")
 
 
 def _in_hours(seconds: int) -> str:
@@ -1790,10 +1794,6 @@ def _in_hours(seconds: int) -> str:
     minutes, seconds = divmod(left, 60)
     return " ".join(counted(n, unit) for n, unit in ((hours, "hour"), (minutes, "minute"), (seconds, "second")) if n)
 
-
-# Set while _accepted_near tries alarms against the checks: the fixes of the refusals it meets are not read, and not
-# searched for in turn
-_SEARCHING: ContextVar[bool] = ContextVar("_SEARCHING", default=False)
 
 # The most periods _accepted_near tries
 _NEAR_TRIES = 200
@@ -1806,36 +1806,30 @@ def _accepted_near(alarm: Alarm, settings: Settings, kind: str | None, window: i
     whole minutes above it, then below it), over the whole periods spanning `window` or the two nearest (at least the
     data-missing rule's fewest, data_missing.fewest_periods), its datapoints_to_alarm of the same share (_periods_of).
     `said`: what the span is kept within or to."""
-    if _SEARCHING.get():
-        return ""
     own = alarm.period_seconds
     fewest = data_missing.fewest_periods(settings) if _with_agent_alarm(alarm, settings) else 1
     tried = list(periods) or [own, *range(own - own % 60 + 60, window + 1, 60),
                               *range(min(own, window) // 60 * 60, 59, -60)]
-    token = _SEARCHING.set(True)
-    try:
-        first_refused = None
-        for period in [p for p in dict.fromkeys(tried) if p > 0][:_NEAR_TRIES]:
-            whole, left = divmod(window, period)
-            limit = _window_limit(kind, period)
-            for count in dict.fromkeys(max(count, fewest) for count in (whole, whole + bool(left))):
-                if count * period > limit:
-                    continue
-                candidate = replace(alarm, period_seconds=period, evaluation_periods=count,
-                                    datapoints_to_alarm=_scaled(alarm, count))
-                refused = _refusal(candidate, settings, kind)
-                if refused is None:
-                    changed = f"period_seconds={period} and " if period != own else ""
-                    why = (f"; at {counted(first_refused[0].evaluation_periods, 'period')} of "
-                           f"{first_refused[0].period_seconds} s it would be refused: "
-                           f"{re.split(r': |; |, and ', _refused_what(first_refused[1], alarm))[0]}"
-                           if first_refused and period != own else "")
-                    span = said if count * period == window else (
-                        f"no whole number of {period} s periods spanning {window} s: say that span in its description")
-                    return f"give the alarm {changed}{_periods_of(alarm, count)} ({count * period} s), {span}{why}"
-                first_refused = first_refused or (candidate, refused)
-    finally:
-        _SEARCHING.reset(token)
+    first_refused = None
+    for period in [p for p in dict.fromkeys(tried) if p > 0][:_NEAR_TRIES]:
+        whole, left = divmod(window, period)
+        limit = _window_limit(kind, period)
+        for count in dict.fromkeys(max(count, fewest) for count in (whole, whole + bool(left))):
+            if count * period > limit:
+                continue
+            candidate = replace(alarm, period_seconds=period, evaluation_periods=count,
+                                datapoints_to_alarm=_scaled(alarm, count))
+            refused = _refusal(candidate, settings, kind, fixed=False)
+            if refused is None:
+                changed = f"period_seconds={period} and " if period != own else ""
+                why = (f"; at {counted(first_refused[0].evaluation_periods, 'period')} of "
+                       f"{first_refused[0].period_seconds} s it would be refused: "
+                       f"{re.split(r': |; |, and ', _refused_what(first_refused[1], alarm))[0]}"
+                       if first_refused and period != own else "")
+                span = said if count * period == window else (
+                    f"no whole number of {period} s periods spanning {window} s: say that span in its description")
+                return f"give the alarm {changed}{_periods_of(alarm, count)} ({count * period} s), {span}{why}"
+            first_refused = first_refused or (candidate, refused)
     return (f"give the alarm a period_seconds of whole minutes and whole scrape intervals, and evaluation_periods "
             f"spanning about {window} s")
 
@@ -2304,21 +2298,22 @@ def _bundled(settings: Settings) -> bool:
     return settings.definitions.alarms is None
 
 
-def _check_short_periods(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch: bool = True) -> None:
+def _check_short_periods(alarm: Alarm, settings: Settings, kind: str | None, cloudwatch: bool = True,
+                         fixed: bool = True) -> None:
     """An alarm of the user's own whose period is too short for the scrape interval (_short_periods) is refused; a
     bundled one, whose period the user does not write, is kept with a warning (short_periods). The fix names the scrape
     intervals at which the alarm as written is accepted (_longer_intervals), none where CloudWatch judges a period
     under 60 s (_check_period refuses it at any interval): 'or scrape more often' led a 10 s stopped rule at 10 s
     scrapes (agent.pipeline: otel) to 5 s, refused for its period, and a data-missing rule of 60 s x 2 at 60 s scrapes
-    (classic) to 30 s, refused as short again."""
+    (classic) to 30 s, refused as short again. `fixed`: the refusal names its fix (_refusal)."""
     if _bundled(settings):
         return
     for short in _short_periods(alarm, settings, kind):
-        longer = "" if not short.scraping or (cloudwatch and alarm.period_seconds < 60) else \
+        longer = "" if not fixed or not short.scraping or (cloudwatch and alarm.period_seconds < 60) else \
             _longer_intervals(alarm, short, settings, [alarm])
         raise InputError(f"alarm {alarm.id!r}: {short.why}", where=alarm.defined_at,
                          hint=f"give the alarm period_seconds={short.least}{short.keep}"
-                              f"{f', or {longer}' if longer else ''}{short.other}")
+                              f"{f', or {longer}' if longer else ''}{short.other}" if fixed else "")
 
 
 def short_periods(alarms: Iterable[Alarm], settings: Settings, catalog: Catalog) -> list[tuple[str, str, str]]:
