@@ -3790,7 +3790,7 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
 # groups of 8, 4, 4, 4 and 12), in any case (a pipeline lowercasing label values writes `gpu-...`): no node's name
 UUID_FORM = "(?i)GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
 SLOT_MARK = "gpudash_s"  # newest_nodes: the most indexes a GPU has copies at on a node
-BEHIND_MARK = "gpudash_b"  # newest_nodes: a GPU's chosen copy's score less its node's best
+BEHIND_MARK = "gpudash_b"  # newest_nodes: 0 on a GPU's copy on the target its node's other GPUs are read from
 ONE_LABEL = "gpudash_u"  # one_per_uuid, _one_index_per_uuid: a GPU among its UUID's (its index, none for a UUID)
 
 
@@ -3815,8 +3815,14 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
     the fleet's 5-minute total 3.3 times its CPU. The slot is the chosen copy's index, but on a node where a GPU of a
     UUID of NVIDIA's form has copies at two indexes within the span (exporters numbering apart: SLOT_MARK, the most
     indexes a GPU has there) a GPU of that form is a slot of its own, its chosen copy's index and target, and any
-    other GPU of the node (ONE_LABEL its index) is read from its copy on the node's newest target alone (BEHIND_MARK:
-    its chosen copy's score less the node's best, by count_values; a copy elsewhere gets no entry, its readings none).
+    other GPU of the node (ONE_LABEL its index) is read from its copy on one target alone: the one holding the most
+    such GPUs of the node within the span, of those the newest (its best score), of those one (a topk, read once;
+    BEHIND_MARK 0 on its copy there, by count_values; a GPU it does not hold -1, no entry, its readings none). Read from
+    the node's newest target alone, such a GPU only the old exporter served (the new one serving A and C) or only the
+    new one (the old one, serving A and C, scraped later in each interval) was not read (2 GPUs, 1,000 W for 3 and
+    1,800 through the overlap), nor for an interval after the new exporter's failed scrape, and two targets scraped at
+    one millisecond were both the newest and read it twice (4 GPUs, 2,600 W;
+    tests/integration/test_fleet_rule_apart_gpu_without_nvidia_uuid.py).
     At the newest copy's index alone a GPU met another one there: the new exporter serving A and C at 0 and 1, the old
     one A, B, C, C was put at B's index (2 GPUs, 1,000 W for 3 and 1,500 while the old exporter read B); a GPU whose
     UUID is not of that form, numbered apart, left its old copy at the index A took (up to 1,605 W for 1,500); and
@@ -3827,8 +3833,11 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
     numbering, a GPU swapped at an index, a rollout dropping the UUID) the index is the slot, so a GPU's copies with
     and without a UUID, or two GPUs one after the other at an index, are one slot
     (tests/integration/test_fleet_rule_uuid_dropped.py). A GPU without a UUID (GPU_LABEL its node spelling) names its
-    own node and keeps each index; on a node numbering apart one only an exporter other than the newest serves is not
-    read."""
+    own node and keeps each index. A node is told numbering apart under one node spelling: an old exporter writing its
+    own pod's name into Hostname and a new one the node into hostname, numbering apart, put each GPU of NVIDIA's form
+    at one index under each, and the slot, the chosen copy's spelling and index, is still one GPU's (one exporter's
+    copies never share an index: tests/integration/test_fleet_rule_apart_pod_named_exporter.py), but a GPU whose
+    UUID is not of that form is then two GPUs (4 GPUs, 2,000 W for 3 and 1,500: pinned there)."""
     one = _listed((labels.cluster, GPU_LABEL, ONE_LABEL))
     selectors = [selector(metric, branch) for metric in metrics for branch in branches]
     at = f"@ end(){_offset(shift)}"
@@ -3842,10 +3851,19 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
                                    labels))
     node = _listed((labels.cluster, labels.node))
     # each node marked with the most indexes a GPU of a UUID of NVIDIA's form has copies at there (2 or more: exporters
-    # numbering apart), each GPU's chosen copy with its score less the node's best (0: the node's newest target)
+    # numbering apart)
     most = f"max by ({node}) (count by ({one}, {labels.node}) (count by ({one}, {labels.node}, gpu) ({held})))"
-    best = coalesce_node(f"({read})", labels)
-    behind = f"topk by ({one}) (1, {scored}) - on ({node}) group_left () max by ({node}) ({best})"
+    # each node's target for its GPUs of no such UUID: the one holding the most of them within the span, then the
+    # newest (its best score, under 1e10 until the year 2286: the count weighs more), then one (topk, read once; all
+    # of it at `@ end()`: less the evaluation's time(), read at every step of a period, the 5-minute total took 2.6
+    # times its CPU); such a GPU's copy there is its entry (0), another GPU's its chosen copy (-1: one of NVIDIA's
+    # form, whose mark is not read, or one that target does not hold)
+    copy = _listed((labels.cluster, labels.node, *COPY_LABELS))
+    held_by = f"count by ({copy}) ({_nvidia_off(held, labels, '')})"
+    newest = f"max by ({copy}) ({coalesce_node(f'({read})', labels)})"
+    kept = f"topk by ({node}) (1, 1e10 * {held_by} + {newest})"
+    on_kept = f"topk by ({one}) (1, {_nvidia_off(held, labels, ';')} and on ({copy}) {kept})"
+    behind = f"0 * {on_kept} or on ({one}) (-1 + 0 * topk by ({one}) (1, {scored}))"
     chosen = f'count_values without () ("{BEHIND_MARK}", {behind}) + on ({node}) group_left ({SLOT_MARK}) ' \
              f'(0 * count_values by ({node}) ("{SLOT_MARK}", {most}))'
     joined = f'label_join({chosen}, "{SLOT_MARK}", ";", "{SLOT_MARK}", "{ONE_LABEL}", "{BEHIND_MARK}", "gpu", ' \
@@ -3853,8 +3871,14 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
     # on a node numbering apart a GPU of a UUID of NVIDIA's form is a slot of its own, its index and target's
     apart = "(?:[2-9]|[0-9]{2,})"
     slot = f'label_replace({joined}, "gpu", "$1", "{SLOT_MARK}", "{apart};;[^;]*;(.*)")'
-    # and another GPU is read from its copy on the node's newest target alone (ONE_LABEL, no entry: not read)
+    # and another GPU is read from its copy on the node's kept target alone (ONE_LABEL, no entry: not read)
     return f'(0 * label_replace({slot}, "{ONE_LABEL}", "$1;", "{SLOT_MARK}", "{apart};([^;]+);-.*"))'
+
+
+def _nvidia_off(series: str, labels: Labels, node: str) -> str:
+    """`series` (ONE_LABEL set) with the node label `node` (a value no node is named: "" or ";") where its GPU is
+    named by a UUID of NVIDIA's form (ONE_LABEL empty): left out of a join or a count per node (newest_nodes)."""
+    return f'label_replace({series}, {quoted(labels.node)}, "{node}", "{ONE_LABEL}", "")'
 
 
 def one_per_uuid(named: str, labels: Labels, metrics: tuple[str, ...], matchers: list[str], lookback: str) -> str:
