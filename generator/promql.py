@@ -3379,8 +3379,16 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | Periods | None = None, named_within: str | None = None,
-               hold: str | None = None, reach: int = 0, regions: Regions = (), against: float | None = None) -> str:
-    """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
+               hold: str | None = None, reach: int = 0, regions: Regions = (), against: float | None = None,
+               naming: list | None = None) -> str:
+    """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments.
+    `naming` (a list; an alert's statistic): a rule's gauge per pod and GPU is left keyed by the pod's GPU
+    (POD_GPU_LABEL) and its naming appended to the list (`naming[-1](expr, how)`: `expr`, keyed so, named by the GPU's
+    index and aggregated by `how` per the query's outer labels), so that a rule of several periods names each GPU
+    once, not once a period (pod_indexes); nothing is appended where the query is not read so."""
+    if naming is not None:
+        return _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window, per_instance,
+                           kind, resolution, offset, named_within, hold, reach, regions, against, naming)
     answers = _ANSWERS.table(catalog)
     key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
            named_within, hold, reach, regions, against)
@@ -3428,7 +3436,7 @@ def by_region(expr: str, cluster: str, regions: Regions) -> str:
 def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, rate_window: str, increase_window: str,
                 gauge_window: str | None, per_instance: bool, kind: str | None, resolution: str | None,
                 offset: str | None, named_within: str | None, hold: str | None = None, reach: int = 0,
-                regions: Regions = (), against: float | None = None) -> str:
+                regions: Regions = (), against: float | None = None, naming: list | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -3504,6 +3512,27 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         and "pod" in keys and not count and _instance_value(query.metric, catalog, kind)
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
+    # a rule's gauge per pod and GPU: the period's steps key a pod's GPU by POD_GPU_LABEL (its UUID of NVIDIA's form,
+    # else its index: _pod_gpu), per cluster, and the period's statistic is named by one index at the evaluation,
+    # outside the period's subquery (pod_indexes); `indexed`: the outer grouping then, the index among it
+    indexed = None
+    if (gauge_window is not None and resolution and named_within and "gpu" in keys and labels.pod in outer
+            and labels.node not in outer and not count and not query.over and query.metric not in MIG_MEMORY_SHARES
+            and named_pods_looked_back(query, catalog) and not isinstance(offset, tuple) and not regions):
+        indexed = list(outer)
+        outer = [labels.cluster, *(POD_GPU_LABEL if name == "gpu" else name for name in outer
+                                   if name != labels.cluster)]
+        period = _seconds(gauge_window) + (_seconds(offset) if offset else 0) + _seconds(named_within) \
+            + _seconds(resolution)
+        indexes = pod_indexes(_named_fields(query.metric, catalog), scope.matchers(labels), extra, labels,
+                              _duration_text(max(PREVIOUS_WITHIN, period)))
+
+        def indexes_named(statistic: str, how: str, grouping: list[str]) -> str:
+            """A period's `statistic` per pod's GPU (POD_GPU_LABEL) named by its index (pod_indexes), then `how` (sum,
+            max or min) by `grouping`: two GPUs of a pod named at one index are one series (their sums and counts added
+            up, a mean of both), not an error."""
+            pod = _listed((labels.cluster, labels.namespace, labels.pod, POD_GPU_LABEL))
+            return f"{how} by ({_listed(grouping)}) ({statistic} + on ({pod}) group_left (gpu) {indexes})"
     marked = against is not None
     if marked:  # a mean per pod's GPU over one period, its rows read at each step of the window (_Device._stepped)
         if not (query.aggregation == "avg" and gauge_window is not None and resolution and "gpu" in keys
@@ -3558,11 +3587,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     uuid_counter = (gauge_window is not None and bool(resolution) and set(keys) <= {"cluster"} and not named
                     and not count and query.metric in catalog and catalog.get(query.metric).is_counter)
     pod_gpu = bool(named_within) and gauge_window is None and "gpu" not in keys \
-        and named_pods_looked_back(query, catalog)
+        and named_pods_looked_back(query, catalog) or indexed is not None
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload, gauge_window is None, picked, scope.picked(), newest_node=newest,
                    uuid_counter=uuid_counter, pod_gpu=pod_gpu,
-                   pod_marks=pod_gpu_marks(_pod_fields(query, catalog), labels, named_within) if pod_gpu else None)
+                   pod_marks=pod_gpu_marks(_pod_fields(query, catalog), labels, named_within)
+                   if pod_gpu and indexed is None else None)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
@@ -3637,6 +3667,11 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             raise NotCombined(query.metric)
         step = f"sum by ({grouping}) ({mean_sign.counted_too(value)})"
         summed = f"sum_over_time(({step})[{gauge_window}:{resolution}]{_offset(offset)})"
+        if indexed is not None and naming is not None:  # the caller names each pod's GPU once (`naming`)
+            naming.append(lambda statistic, how: indexes_named(statistic, how, indexed))
+        elif indexed is not None:
+            summed = indexes_named(summed, "sum", [*indexed, mean_sign.STAT_LABEL])
+            unmarked = ", ".join(indexed)
         return mean_sign.signed(summed, unmarked, against)
     if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping: a panel at each step, an
         # alert once per evaluation, after its periods' statistics (gauge_readings' `named`)
@@ -3668,10 +3703,19 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         # reading weighed a node that joined halfway at half a GPU); a mean per GPU stays its readings' mean
         mean = f"avg_over_time(({value})[{gauge_window}:{resolution}]{_offset(offset)})"
         how = query.aggregation
+        if indexed is not None and naming is not None:  # the caller names each pod's GPU once (`naming`)
+            naming.append(lambda statistic, how_: indexes_named(statistic, how_, indexed))
+        elif indexed is not None:
+            return indexes_named(f"{how} by ({grouping}) ({mean})", how, indexed)
         return f"{how} by ({grouping}) ({mean})" if grouping else f"{how}({mean})"
     if alert:
         name = None if not named else \
             (lambda statistic, how: gpus(statistic, OUTER_OF_STATISTIC.get(how, how), _duration_text(PREVIOUS_WITHIN)))
+        if indexed is not None and naming is not None:  # the caller names each pod's GPU once (`naming`)
+            naming.append(lambda statistic, how: indexes_named(statistic, how, indexed))
+        elif indexed is not None:
+            def name(statistic: str, how: str) -> str:
+                return indexes_named(statistic, OUTER_OF_STATISTIC.get(how, how), indexed)
         return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, periods or offset, name)
     return aggregated(query.aggregation)
 
@@ -4026,6 +4070,29 @@ def _uuid_one(series: str) -> str:
     """`series` with ONE_LABEL its index (`gpu`), none where GPU_LABEL is a UUID of NVIDIA's form (UUID_FORM)."""
     one = quoted(ONE_LABEL)
     return f'label_replace(label_join({series}, {one}, "", "gpu"), {one}, "", {quoted(GPU_LABEL)}, "{UUID_FORM}")'
+
+
+def pod_indexes(metrics: tuple[str, ...], branches: list[list[str]], extra: list[str], labels: Labels,
+                span: str) -> str:
+    """Per pod (cluster, namespace, pod) and GPU (POD_GPU_LABEL: its UUID of NVIDIA's form, else its index; _pod_gpu),
+    a series of value 0 labelled with the index (`gpu`) an alert per pod and GPU names it by: that of the GPU's copy
+    naming the pod (`metrics` under `branches` and `extra`) ranked first as _newest_index ranks a UUID's copies (a
+    sample within Prometheus' look-back, then the fewest samples within `span`, the exporter that began last, then the
+    targets' scrape phase), read at the evaluation, outside a period's subquery, so that every step of the period
+    reads the GPU by its UUID and the alert names it by one index. Keyed by its index at each step, a pod's GPU
+    through a rollout numbering a node's GPUs apart (C, A, B for A, B, C) was judged at the old exporter's index and
+    at the new one's, and an index both numberings give the pod's two GPUs mixed their readings (G's 2 % beside H's
+    80 % read 72.9 %; a pod's two idle GPUs three idle series: tests/integration/test_pod_rules_numbered_apart.py).
+    Two GPUs of a pod named at one index (a GPU only an exporter other than the newest serves, at an index the newest
+    gives another) are one series, their readings pooled (`indexes_named` adds up sums and counts), not an error."""
+    pod = (labels.cluster, labels.namespace, labels.pod, POD_GPU_LABEL)
+    lookback = _duration_text(LOOKBACK_SECONDS)
+    selectors = [selector(metric, [*branch, *extra]) for metric in metrics for branch in branches]
+    read = " or ".join(f"(present_over_time({each}[{lookback}]) * 1e6 or present_over_time({each}[{span}]) * 0) "
+                       f"- count_over_time({each}[{span}]) + (max_over_time((timestamp({each}) - time())"
+                       f"[{span}:{span}]) / 1e3 or 0 * count_over_time({each}[{span}]))" for each in selectors)
+    ranked = f"max by ({_listed((*pod, 'gpu'))}) ({_pod_gpu(identified(f'({read})', labels))})"
+    return f"(0 * topk by ({_listed(pod)}) (1, {ranked}))"
 
 
 def _newest_index(named: str, metrics: tuple[str, ...], matchers: list[str], span: str, labels: Labels) -> str:

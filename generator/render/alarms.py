@@ -2053,11 +2053,16 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
     read = value or (lambda kind, period: period_value(alarm, catalog, settings, period, kind))
     if range_judged(alarm):
         extra = range_extra(alarm, settings)
+        def signs(kind: str | None) -> tuple:  # (period_sign(k), each period's flag and the naming it leaves to the
+            # periods' sum, if any)
+            if value:
+                return None, None, None
+            unnamed = _unnamed_flags(alarm, catalog, settings, of_kind(kind), kind, alarm.evaluation_periods + extra)
+            return (period_signs(alarm, catalog, settings, of_kind(kind), kind), *(unnamed or (None, None)))
         judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), of_kind(kind),
                                        None if value else (lambda periods, kind=kind:
                                                            period_values(alarm, catalog, settings, periods, kind)),
-                                       extra,
-                                       None if value else period_signs(alarm, catalog, settings, of_kind(kind), kind))
+                                       extra, *signs(kind))
                              for kind in kinds)
         if alarm.missing_data == "breaching":
             periods = range(alarm.evaluation_periods + extra)
@@ -2517,8 +2522,30 @@ def period_values(alarm: Alarm, catalog: Catalog, settings: Settings, periods: I
         return None
 
 
+def _unnamed_flags(alarm: Alarm, catalog: Catalog, settings: Settings, condition: Condition, kind: str | None,
+                   periods: int) -> tuple[Callable[[int], str], Callable[[str, str], str]] | None:
+    """(`flag(k)`, `name(expr, how)`) of a rule per pod and GPU over `periods` periods: each period's flag (1
+    breaching, 0 not; its mean compared by sign where period_signs reads it so) keyed by the pod's GPU (its UUID of
+    NVIDIA's form, else its index), and the naming of each GPU by its index, which the caller applies once to what it
+    makes of the periods (promql.expression's `naming`: named in every period, the idle rule read the naming 16 times
+    an evaluation, 32 with exporter.virtual_gpus); None otherwise."""
+    signs = period_signs(alarm, catalog, settings, condition, kind) is not None
+    against = condition.threshold if signs else None
+    naming: list = []
+    oldest = _duration(alarm.period_seconds * (periods - 1)) if periods > 1 else None
+    _statistic(alarm, catalog, settings, oldest, kind, against, naming)
+    if not naming:
+        return None
+    level = "0" if signs else number(condition.threshold)
+
+    def flag(period: int) -> str:
+        shift = _duration(alarm.period_seconds * period) if period else None
+        return f"({_statistic(alarm, catalog, settings, shift, kind, against, [])} {condition.comparison} bool {level})"
+    return flag, naming[0]
+
+
 def _statistic(alarm: Alarm, catalog: Catalog, settings: Settings, offset, kind: str | None,
-               against: float | None = None) -> str:
+               against: float | None = None, naming: list | None = None) -> str:
     window = _duration(alarm.period_seconds)
     regions = judged_regions(alarm, settings)
     query, scope = _alert_query(alarm, settings), Scope() if regions else settings_clusters(settings)
@@ -2530,7 +2557,7 @@ def _statistic(alarm: Alarm, catalog: Catalog, settings: Settings, offset, kind:
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
                       resolution=rule_step(settings), offset=offset,
                       hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings), regions=regions,
-                      named_within=label_lookback(settings.scrape.seconds), against=against)
+                      named_within=label_lookback(settings.scrape.seconds), against=against, naming=naming)
 
 
 
@@ -2651,7 +2678,8 @@ def _marked(terms: list[str]) -> str:
 
 def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
               values: Callable[[list[int]], str | None] | None = None, extra: int = RANGE_EXTRA_PERIODS,
-              signs: Callable[[int], str] | None = None) -> str:
+              signs: Callable[[int], str] | None = None, flags: Callable[[int], str] | None = None,
+              name: Callable[[str, str], str] | None = None) -> str:
     """CloudWatch's judgement of an alarm whose missing data is `missing`, `notBreaching` or `breaching`, over an
     evaluation range of N + `extra` periods (user guide, "How alarm state is evaluated when data is
     missing": it retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3; fewer where
@@ -2668,12 +2696,15 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
     its breaching flag (`> bool`) weighted so that one sum over the range decides (two with `missing`, N > 2).
     Checked against the evaluator for every pattern of the range (tests/integration/test_evaluation_range_rules.py).
     `signs(k)` (a mean's, period_signs): the period's statistic less the level, in sign exactly, at less cost: each
-    flag then compares it with 0."""
+    flag then compares it with 0. `flags(k)` and `name(expr, how)` (_unnamed_flags): each period's flag keyed by a
+    pod's GPU, and each weighted sum of the periods' flags named by the GPU's index once."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     compare, threshold = condition.comparison, number(condition.threshold)  # every digit (`:g` keeps six)
 
     def flag(k: int) -> str:  # 1 breaching, 0 not, none without a reading
+        if flags is not None and name is not None:
+            return flags(k)
         if signs is not None:
             return f"({signs(k)} {compare} bool 0)"
         return f"({value(k)} {compare} bool {threshold})"
@@ -2684,8 +2715,9 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
         weighted by its period's (breaching - not breaching) and not breaching weights, one series per period."""
         marked = values(list(range(len(weights)))) if values else None
         if marked is None:
-            return _over_periods("sum", [f"{flag(k)} * {b - n} - {-n}" if b != n else f"{flag(k)} * 0 + {b}"
-                                         for k, (b, n) in enumerate(weights)])
+            summed = _over_periods("sum", [f"{flag(k)} * {b - n} - {-n}" if b != n else f"{flag(k)} * 0 + {b}"
+                                           for k, (b, n) in enumerate(weights)])
+            return name(summed, "sum") if flags is not None and name is not None else summed
         on = f"on ({PERIOD_LABEL}) group_left ()"
         return (f"sum without ({PERIOD_LABEL}) (({marked} {compare} bool {threshold}) * {on} "
                 f"{_each_period([b - n for b, n in weights])} + {on} {_each_period([n for _, n in weights])})")

@@ -19,7 +19,8 @@ compared where they reached N alone: a weight that changed them under N passed.)
 promtool's 46 CPU-s) compared nothing more. An earlier period's flags are the latest period's read that many periods
 back (_read_periods_back: its subqueries offset, nothing outside them reading a series or the time), so the latest
 period's flags, compared at every evaluation and at 0 (every evaluation is a whole number of periods after one of
-those), judge every period's; the seven earlier periods' own evaluations (14 of the 16 flags) compared them again."""
+those), judge every period's (each pod's GPU named by its index at the evaluation, alike in both forms); the seven
+earlier periods' own evaluations (14 of the 16 flags) compared them again."""
 
 from __future__ import annotations
 
@@ -158,16 +159,36 @@ def _outside_subqueries(expr: str) -> str:
     return text + expr[last:]
 
 
+NAMING = " + on (cluster, namespace, pod, gpudash_p) group_left (gpu) "  # promql.pod_indexes' join
+
+
+def _unnamed(expr: str) -> tuple[str, set[str]]:
+    """`expr` without its namings of a pod's GPU by its index (NAMING and its operand), and those namings."""
+    from tests.support.promtool_rules import join_operand
+
+    namings, at = set(), expr.find(NAMING)
+    while at != -1:
+        operand = join_operand(expr, at + len(NAMING))
+        namings.add(operand)
+        expr = expr[:at] + expr[at + len(NAMING) + len(operand):]
+        at = expr.find(NAMING)
+    return expr, namings
+
+
 def _read_periods_back(latest: str, earlier: str, periods: int) -> None:
     """`earlier` (a period's flag) is `latest` (the latest period's) with each of its subqueries offset `periods`
-    periods, and nothing outside them reads a series or the time: at any instant t it is `latest` at t minus that
-    many periods, so the two forms' earlier flags agree wherever their latest flags agree at those instants
+    periods, and nothing outside them reads a series or the time but the naming of each pod's GPU by its index at
+    the evaluation (promql.pod_indexes: one text, in every period and in both forms, joined to the period's sums
+    keyed by the GPU's UUID): at any instant t its values are `latest`'s at t minus that many periods, each GPU named
+    alike in both forms, so the two forms' earlier flags agree wherever their latest flags agree at those instants
     (every evaluation compared is some evaluation compared, or a period and more before it, the history's start:
     before it, neither form's flag reads anything)."""
     back = f" offset {PERIOD // 60 * periods}m" if periods else ""
     assert earlier == latest.replace(f"{READINGS})", f"{READINGS}{back})"), periods
-    outside = _outside_subqueries(latest)
+    outside, namings = _unnamed(_outside_subqueries(latest))
+    assert len(namings) == 1 and READINGS not in next(iter(namings))  # one naming, read at the evaluation
     assert outside.count(READINGS) == latest.count(READINGS) > 0  # no subquery inside another
+    outside = re.sub(r'"(?:[^"\\]|\\.)*"', '""', outside)  # a label's value or regex read no series
     assert not re.search(r"DCGM_|\{|\btime\(|@|offset|\[(?!5m:5s\])", outside), outside
 
 

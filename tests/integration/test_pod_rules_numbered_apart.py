@@ -6,11 +6,13 @@ overlapping 8 intervals, n2's and n3's 4; n2 without a `node` label, its old exp
 third GPU's pod it alone; each GPU's utilisation is a tenth of its watts (A 30 %, B 50 %, C 70 %, ...) but those of
 the idle GPUs, under the idle rule's 5 % level: train-de's two (D 2 %, E 3 %) and train-gh's G (2 %, beside H's 80 %).
 
-The idle rule judges each GPU a pod holds (Query(..., ("pod", "gpu"))) by its mean over a 5-minute period, the GPU
-named by its index: through the overlaps and the period after, each GPU is judged at the old exporter's index and at
-the new one's, and an index the two numberings give two GPUs of one pod mixes their readings in its mean (strict
-xfails below, with the figures measured). The framebuffer rule reads each pod's least free memory, no index: right.
-A user's panel per pod and GPU (its legend naming the index) keys a pod's GPU by its index alike (strict xfail).
+The idle rule judges each GPU a pod holds (Query(..., ("pod", "gpu"))) by its mean over a 5-minute period. Its steps
+key the pod's GPU by its UUID and the index is named once per evaluation (promql.pod_indexes), so each GPU is one
+series of its own readings, at an index it has in either numbering, read over a range as at single instants (keyed
+by the index at each step, each GPU was judged at the old exporter's index and at the new one's, and an index the two
+numberings give two GPUs of one pod mixed their readings). The framebuffer rule reads each pod's least free memory,
+no index: right. A user's panel per pod and GPU (its legend naming the index) keys a pod's GPU by its index still
+(strict xfail).
 """
 
 from __future__ import annotations
@@ -61,27 +63,29 @@ def _judged(prometheus, expr: str, at: int) -> dict[tuple[str, str], float]:
 
 
 AFTER = range(-60, 661, 15)
-# Putting each GPU at the index its newest copy names (promql.newest_nodes at `@ end()`, as the fleet rules do, joined
-# at each step of the period's subquery) read every instant of these stories right, but `@ end()` pins the naming to a
-# range query's end: the twin tests that evaluate a rule over a range (test_phase_story_twins.py, ...) then judge the
-# pods of every minute by the last minute's GPUs. Keying the steps by UUID and naming the index once per evaluation,
-# outside the period's subquery, is what remains to do.
-APART = pytest.mark.xfail(strict=True, reason=(
-    "the idle rule keys a pod's GPU by its index: from 15 to 510 s after the rollouts each GPU is judged at the old "
-    "index and at the new one (train-ab: 30 %, 48.2 %, 50 % for A 30 and B 50) and an index both numberings give the "
-    "pod's two GPUs mixes them (train-gh's GPU 1: H's 80 % and G's 2 %, 72.9 % at 15 s)"))
 
 
-@pytest.mark.parametrize("story", [pytest.param("apart", marks=APART), "alike"])
+def _judged_over(prometheus, expr: str, start: int, instants: range = AFTER) -> dict[int, dict[tuple[str, str], float]]:
+    """`expr` at each instant of `instants` (seconds after the rollouts) in one range query, as a rule's twin tests
+    and `promtool test rules` read it over a range (an expression pinned to the range's end, `@ end()`, reads every
+    step alike there), each instant's {(pod, gpu): value}."""
+    first = start + ROLLOUT + instants.start
+    read = prometheus.query_at(expr, first, len(instants), instants.step)
+    return {after: {(s["metric"]["pod"], s["metric"].get("gpu", "")): float(s["value"][1])
+                    for s in read[float(first + k * instants.step)]} for k, after in enumerate(instants)}
+
+
+@pytest.mark.parametrize("story", ["apart", "alike"])
 def test_the_idle_rule_judges_each_gpu_a_pod_holds_once_by_its_own_readings(request, rules, story):
     """Every 15 s from a minute before the rollouts to 11 minutes after, the idle rule's period mean: one series per
     GPU a pod holds, at the GPU's index in the old exporter's numbering or the new one's, reading that GPU's utilisation
-    alone (train-gh: G 2 % and H 80 %)."""
+    alone (train-gh: G 2 % and H 80 %), read over a range. Keyed by its index at each step (before), from 15 to 510 s
+    after the rollouts each GPU was judged at both indexes (train-ab: 30 %, 48.2 %, 50 % for A 30 and B 50) and an
+    index both numberings give the pod's two GPUs mixed them (train-gh's GPU 1: 72.9 % at 15 s)."""
     prometheus, start = request.getfixturevalue(story)
     _, expr = rules[1]["gpu-idle"]
     wrong = {}
-    for after in AFTER:
-        judged = _judged(prometheus, expr, start + ROLLOUT + after)
+    for after, judged in _judged_over(prometheus, expr, start).items():
         per_pod = {}
         for (pod, index), value in judged.items():
             per_pod.setdefault(pod, []).append(round(value, 6))
@@ -94,26 +98,49 @@ def test_the_idle_rule_judges_each_gpu_a_pod_holds_once_by_its_own_readings(requ
     assert not wrong, wrong
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "train-de's two idle GPUs are three idle series from 15 to 390 s after the rollouts (D and E at the old indexes 0 "
-    "and 1 and at the new ones 1 and 2): the pod is alerted three times for two idle GPUs"))
 def test_the_idle_rule_finds_the_idle_gpus_once_through_the_overlaps(apart, rules):
     """The rule's comparison with its level, as its alert reads it (period_sign: the sign of the period's mean less
     5 %): below it train-de's D and E and train-gh's G, each one series at an index it has in either numbering, at
-    every instant of the story (train-gh's G is one series: at the old index while the old copies' readings are in
-    the period, H's readings keeping the new index's mean above the level)."""
+    every instant of the story, read over a range (each at the old exporter's index before the rollouts, at the new
+    one's from its first scrape). Keyed by its index at each step (before),
+    train-de's two idle GPUs were three idle series from 15 to 390 s after the rollouts."""
     prometheus, start = apart
     project, judged = rules
     alarm, _ = judged["gpu-idle"]
     expr = period_sign(alarm, project.catalog, project.settings, 0, None, alarm.condition.threshold)
     wrong = {}
-    for after in AFTER:
-        below = {key: value for key, value in _judged(prometheus, expr, start + ROLLOUT + after).items() if value < 0}
+    for after, judged in _judged_over(prometheus, expr, start).items():
+        below = {key: value for key, value in judged.items() if value < 0}
         pods = sorted(pod for pod, _ in below)
         if pods != ["train-de", "train-de", "train-gh"] or \
                 not all(_gpus(pod, index) & set(IDLE) for pod, index in below):
             wrong[after] = below
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("story", ["apart", "alike"])
+def test_the_idle_alert_as_generated_names_each_idle_gpu_once(request, rules, story):
+    """The idle alert as the rules file holds it (its periods' flags weighted and summed, each pod's GPU named by its
+    index once: promql.pod_indexes), read over a range as a rule group evaluates it, every 30 s from a minute before
+    the rollouts to the story's end: it fires for train-de's D and E and train-gh's G (idle since the story's start,
+    more than the alert's periods before), each once, at an index the GPU has in either numbering, and for no busy
+    GPU. Keyed by index at each step (measured on a real Prometheus before), the old index's series left as the old
+    copies' readings left the periods while the new ones' had not breached for all of them: from 1,020 s after the
+    rollouts to the story's end (1,770 s) train-de fired once (GPU 1) for its two idle GPUs and train-gh not at all."""
+    from generator.render.alarms import prometheus_rules
+
+    prometheus, start = request.getfixturevalue(story)
+    project, judged = rules
+    alarm, _ = judged["gpu-idle"]
+    (alert,) = [rule["expr"] for group in prometheus_rules((alarm,), project.catalog, project.settings)["groups"]
+                for rule in group["rules"] if "alert" in rule]
+    wrong = {}
+    for after, fired in _judged_over(prometheus, alert, start, range(-60, SPAN - ROLLOUT, 30)).items():
+        pods = sorted(pod for pod, _ in fired)
+        if pods != ["train-de", "train-de", "train-gh"] or \
+                not all(_gpus(pod, index) & set(IDLE) for pod, index in fired):
+            wrong[after] = fired
+    assert not wrong, (f"{len(wrong)} instants from {min(wrong)} to {max(wrong)} s", wrong)
 
 
 @pytest.mark.parametrize("story", ["apart", "alike"])
