@@ -3581,7 +3581,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         span = _seconds(gauge_window) + max((_seconds(shift) for shift in shifts if shift), default=0) \
             + _seconds(resolution)
         newest = newest_nodes(_named_fields(query.metric, catalog), branches, labels, _duration_text(span),
-                              hold or resolution, pinned)
+                              hold or resolution, pinned, _duration_text(span - _seconds(resolution)))
     # a rule's counter over the fleet: a GPU named by a UUID of NVIDIA's form one counter whatever index its copies
     # give it (_Merge.physical, unindexed)
     uuid_counter = (gauge_window is not None and bool(resolution) and set(keys) <= {"cluster"} and not named
@@ -3847,7 +3847,7 @@ def unindexed(named: str, template: bool = False) -> str:
 
 
 def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: Labels, span: str, step: str,
-                 shift: str | None = None) -> str:
+                 shift: str | None = None, window: str | None = None) -> str:
     """One series per GPU (`cluster`, GPU_LABEL, ONE_LABEL: _uuid_one) of `metrics` with a sample within `span` before
     the evaluation (less `shift`: a period's offset), its value 0, labelled with the node and the slot (`gpu`) its
     chosen copy names: the copy whose newest sample read at the steps of `step` (the scrape interval) is the newest, a
@@ -3860,7 +3860,7 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
     UUID of NVIDIA's form has copies at two indexes within the span (exporters numbering apart: SLOT_MARK, the most
     indexes a GPU has there) a GPU of that form is a slot of its own, its chosen copy's index and target, and any
     other GPU of the node (ONE_LABEL its index) is read from its copy on one target alone: the one holding the most
-    such GPUs of the node within the span, of those the newest (its best score), of those one (a topk, read once;
+    such GPUs of the node within `window` (the period's: the span less a reading's look-back), of those the newest (its best score), of those one (a topk, read once;
     BEHIND_MARK 0 on its copy there, by count_values; a GPU it does not hold -1, no entry, its readings none). Read from
     the node's newest target alone, such a GPU only the old exporter served (the new one serving A and C) or only the
     new one (the old one, serving A and C, scraped later in each interval) was not read (2 GPUs, 1,000 W for 3 and
@@ -3891,19 +3891,24 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
     began = " or ".join(f"count_over_time({each}[{INCUMBENT_SINCE}] {at})" for each in selectors)
     read = f"({read}) - on ({target}) group_left () max by ({target}) ({began}) / 1e6"
     scored = _uuid_one(coalesced_gpu(f"({read})", labels))
-    held = _uuid_one(coalesced_gpu(f"({' or '.join(f'present_over_time({each}[{span}] {at})' for each in selectors)})",
-                                   labels))
+
+    def present(within: str) -> str:  # each copy with a sample within `within`
+        return _uuid_one(coalesced_gpu(
+            f"({' or '.join(f'present_over_time({each}[{within}] {at})' for each in selectors)})", labels))
+    held = present(span)
     node = _listed((labels.cluster, labels.node))
     # each node marked with the most indexes a GPU of a UUID of NVIDIA's form has copies at there (2 or more: exporters
     # numbering apart)
     most = f"max by ({node}) (count by ({one}, {labels.node}) (count by ({one}, {labels.node}, gpu) ({held})))"
-    # each node's target for its GPUs of no such UUID: the one holding the most of them within the span, then the
+    # each node's target for its GPUs of no such UUID: the one holding the most of them within the period's window
+    # (`window`: the span less a reading's look-back; over the span, a target whose copies had left the window was
+    # kept for its last 5 s there, its GPUs read nowhere: 2 GPUs, 1,000 W for 3 and 1,200), then the
     # newest (its best score, under 1e10 until the year 2286: the count weighs more), then one (topk, read once; all
     # of it at `@ end()`: less the evaluation's time(), read at every step of a period, the 5-minute total took 2.6
     # times its CPU); such a GPU's copy there is its entry (0), another GPU's its chosen copy (-1: one of NVIDIA's
     # form, whose mark is not read, or one that target does not hold)
     copy = _listed((labels.cluster, labels.node, *COPY_LABELS))
-    held_by = f"count by ({copy}) ({_nvidia_off(held, labels, '')})"
+    held_by = f"count by ({copy}) ({_nvidia_off(present(window or span), labels, '')})"
     newest = f"max by ({copy}) ({coalesce_node(f'({read})', labels)})"
     kept = f"topk by ({node}) (1, 1e10 * {held_by} + {newest})"
     on_kept = f"topk by ({one}) (1, {_nvidia_off(held, labels, ';')} and on ({copy}) {kept})"

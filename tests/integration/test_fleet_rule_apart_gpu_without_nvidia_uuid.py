@@ -22,6 +22,12 @@ is not. While both serve, 3 GPUs, 1,800 W, 600 W a GPU. Read from the node's new
 - `failed`: as `new_only`, the new exporter scraped 20 s into each interval (the old one 5 s), its scrape at
   ROLLOUT + 120 (140 s after) failed: the old exporter was the newest for an interval and B was not read: 2 GPUs,
   1,000 W, 500 W (1- and 5-minute forms) from 150 to 175 s (6 of 55 every 5 s from 30 to 300 s).
+- `leaving`: GPUs A, B, C, D (D 200 W, its UUID not of NVIDIA's form either) on the old exporter (5 s into each
+  interval) to ROLLOUT + 300, the new one (20 s in) numbering D, A, C: the old exporter holds two such GPUs, the new
+  one one. While the old one's readings are in a period, 4 GPUs, 2,000 W, 500 W; after, 3, 1,200 W, 400 W. With the
+  targets ranked by the copies held over the rule's span (the period and a reading's look-back), the old exporter was
+  still kept 5 s after its readings left the period, and B and D read nowhere: 2 GPUs, 1,000 W from 61 to 65 s after
+  its last scrape (1-minute forms), 301 to 305 s (5-minute forms).
 """
 
 from __future__ import annotations
@@ -33,22 +39,23 @@ from tests.support.prometheus_server import written_fixture
 from tests.support.scraped_gpus import scraped
 
 SPAN, STEP, ROLLOUT, OLD_UNTIL = 3600, 30, 1800, 2700
-WATTS = {"A": 300, "B": 800, "C": 700}
+WATTS = {"A": 300, "B": 800, "C": 700, "D": 200}
 TRUTH = {"fleet-power": [1800.0], "fleet-gpus": [3.0], "fleet-mean": [600.0], "cluster-power-5m": [1800.0],
          "fleet-gpus-5m": [3.0]}
 
 
 def _uuid(name: str) -> str:
-    return f"GPU-{ord(name):08x}-5d3e-0a2f-91c4-7e20b6{ord(name):06x}" if name != "B" else "fake-gpu-b"
+    return f"GPU-{ord(name):08x}-5d3e-0a2f-91c4-7e20b6{ord(name):06x}" if name in "AC" else f"fake-gpu-{name.lower()}"
 
 
-def _story(new_order: str, old_phase: int, new_phase: int, old_order: str = "ABC", new_fails: int = -1):
+def _story(new_order: str, old_phase: int, new_phase: int, old_order: str = "ABC", new_fails: int = -1,
+           old_until: int = OLD_UNTIL):
     def story(start: int):
         def held(order: str, first: int, last: int, fails: int = -1):
             return lambda t: None if t == fails else [
                 ({"gpu": str(index), "UUID": _uuid(name), "Hostname": "n1", "node": "n1"}, WATTS[name])
                 for index, name in enumerate(order)] if first <= t <= last else []
-        return scraped(start, [("10.0.1.5", old_phase, held(old_order, 0, OLD_UNTIL)),
+        return scraped(start, [("10.0.1.5", old_phase, held(old_order, 0, old_until)),
                                ("10.0.1.6", new_phase, held(new_order, ROLLOUT, SPAN, new_fails))], SPAN, STEP)
     return story
 
@@ -57,6 +64,8 @@ only_old = written_fixture("fleet-rule-apart-only-old", _story("AC", 5, 20), SPA
 tied = written_fixture("fleet-rule-apart-tied", _story("CAB", 0, 0), SPAN, STEP)
 new_only = written_fixture("fleet-rule-apart-new-only", _story("ABC", 20, 5, "AC"), SPAN, STEP)
 failed = written_fixture("fleet-rule-apart-failed", _story("ABC", 5, 20, "AC", ROLLOUT + 120), SPAN, STEP)
+leaving = written_fixture("fleet-rule-apart-leaving", _story("DAC", 5, 20, "ABCD", old_until=ROLLOUT + 300), SPAN,
+                          STEP)
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +111,19 @@ def test_before_the_rollout_the_old_exporter_serving_two_gpus_reads_two(new_only
     assert not wrong_reads(prometheus, start + ROLLOUT, fleet_rules, range(-300, 1, 30),
                            {"fleet-gpus": [2.0], "fleet-power": [1000.0], "fleet-mean": [500.0],
                             "fleet-gpus-5m": [2.0], "cluster-power-5m": [1000.0]})
+
+
+def test_a_gpu_is_read_from_the_exporter_holding_the_most_until_its_readings_leave_the_period(leaving, fleet_rules):
+    """Every second from 50 to 75 s after the old exporter's last scrape, the 1-minute forms read 4 GPUs, 2,000 W,
+    500 W a GPU to 60 s, then 3, 1,200 W, 400 W; every second from 290 to 315 s, the 5-minute forms 4 GPUs and
+    2,000 W to 300 s, then 3 and 1,200 W."""
+    prometheus, start = leaving
+    last = start + ROLLOUT + 300 + 5
+    both = {"fleet-gpus": [4.0], "fleet-power": [2000.0], "fleet-mean": [500.0]}
+    new = {"fleet-gpus": [3.0], "fleet-power": [1200.0], "fleet-mean": [400.0]}
+    assert not wrong_reads(prometheus, last, fleet_rules, range(50, 61), both)
+    assert not wrong_reads(prometheus, last, fleet_rules, range(61, 76), new)
+    assert not wrong_reads(prometheus, last, fleet_rules, range(290, 301),
+                           {"fleet-gpus-5m": [4.0], "cluster-power-5m": [2000.0]})
+    assert not wrong_reads(prometheus, last, fleet_rules, range(301, 316),
+                           {"fleet-gpus-5m": [3.0], "cluster-power-5m": [1200.0]})
