@@ -199,7 +199,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
             click.echo(f"{shown} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
     from .build_notices import Notice, of_notes, printed_lines
-    from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
+    from .data_missing import addon_uncounted_names, counted, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts,
                                 never_firing_fix, never_firing_unsaid, SHORT_PERIOD_RULE, short_periods, silent_alarms,
@@ -337,8 +337,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         # the build's dashboards: one too large for its ConfigMap is cut into parts (dashboard_parts)
         defined = len(project.grafana_definitions()) + len(project.grafanalib_dashboards)
         cut = f": {defined} defined, those too large for one ConfigMap cut into parts" if dashboards > defined else ""
-        click.echo(f"wrote {len(files) + 1} files to {shown} ({dashboards} Grafana "
-                   f"dashboard{'' if dashboards == 1 else 's'}{cut})")
+        click.echo(f"wrote {len(files) + 1} files to {shown} ({counted(dashboards, 'Grafana dashboard')}{cut})")
 
 
 def _over_template_quota(artifacts, files: dict[str, bytes]) -> list[tuple[str, str]]:
@@ -358,11 +357,6 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
         if value:
             words += [flag, value]
     return " ".join(printed.argument(word) for word in words)
-
-
-def _counted(count: int, kind: str) -> str:
-    """`count` findings of `kind`: "1 warning", "2 warnings", "0 errors"."""
-    return f"{count} {kind}" + ("" if count == 1 else "s")
 
 
 def _schema_problem(path: Path, given: str) -> str | None:
@@ -401,6 +395,7 @@ def _schema_problem(path: Path, given: str) -> str | None:
 def lint(config: str | None, csv: str | None, output: str, from_dir: str | None, disable: tuple[str, ...],
          grafana_schema: str | None, cwagent_schema: str | None, list_rules: bool) -> None:
     """Check the generated artifacts: PromQL, metrics, units, datasources, layout, schema."""
+    from .data_missing import counted
     from .lint.runner import all_rules, lint as lint_artifacts, read_schemas
 
     if list_rules:
@@ -455,8 +450,8 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
             # (a finding quotes definitions, settings and the build's files: escaped in text, raw in JSON)
             click.echo(f"{style(finding.rule, fg=colour)} {finding.severity}: {printed.text(finding.where)}: "
                        f"{printed.text(finding.message)}")
-        click.echo(f"{_counted(len(errors), 'error')}, {_counted(warnings, 'warning')}"
-                   + (f", {_counted(len(notes), 'note')}" if notes else ""))
+        click.echo(f"{counted(len(errors), 'error')}, {counted(warnings, 'warning')}"
+                   + (f", {counted(len(notes), 'note')}" if notes else ""))
     sys.exit(EXIT_FINDINGS if errors else 0)
 
 

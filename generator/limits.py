@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from .dashboard_limit import (METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, WIDGETS_PER_DASHBOARD, metrics_shown,
                               metrics_shown_at_most, widget_metrics, widget_metrics_at_most)
+from .data_missing import counted
 from .errors import InputError
 from .settings import setting_place
 
@@ -175,9 +176,9 @@ def check_widget_count(project, artifacts) -> None:
     charts fit beside its texts (no setting makes fewer: its panels are the definition's)."""
     from .names import cloudwatch_dashboard_name
 
-    counted: dict[tuple[object, str], tuple[int, int]] = {}
+    kinds: dict[tuple[object, str], tuple[int, int]] = {}
     for dashboard in artifacts.cloudwatch_dashboards:
-        charts, texts = _per_kind(dashboard, counted, _widget_kinds)
+        charts, texts = _per_kind(dashboard, kinds, _widget_kinds)
         if charts + texts <= WIDGETS_PER_DASHBOARD:
             continue
         settings = project.settings
@@ -185,7 +186,7 @@ def check_widget_count(project, artifacts) -> None:
                            if cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, c.name, d.id)
                            == dashboard.name), None)
         raise InputError(f"CloudWatch dashboard {dashboard.name} would hold {charts + texts:,} widgets ({charts:,} "
-                         f"charts and {texts} text widget{'' if texts == 1 else 's'}: its header and row titles); a "
+                         f"charts and {counted(texts, 'text widget')}: its header and row titles); a "
                          f"CloudWatch dashboard holds at most {WIDGETS_PER_DASHBOARD}, and PutDashboard refuses more",
                          where=definition.defined_at if definition is not None else None,
                          hint=f"split its panels over two dashboards: {WIDGETS_PER_DASHBOARD - texts:,} charts fit "

@@ -3149,8 +3149,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     f'"{PERIOD_LABEL}", "{k}", "", "")' for k, one in enumerate(periods)) + ")"
                 own_labels = (*own_labels, PERIOD_LABEL)
             if per_second:
-                scale = catalog.get(metric).unit.rate_scale
-                series = f"({series}{f' * {scale:g}' if scale != 1 else ''} / {_seconds(window)})"
+                series = f"({_in_rate_unit(series, catalog.get(metric))} / {_seconds(window)})"
             series = series if as_increase else merge.fastest(series, own_labels)
             series = merge.gpus(merge.named(series, metric, _named_span(window, as_increase, over_time), resolution,
                                             by_uuid), own_labels)
