@@ -36,13 +36,13 @@ def test_a_counter_rate_panel_reads_the_truth_of_its_latest_evaluated_step(reque
     backfilled = request.getfixturevalue(f"recorded_{offset}")
     prometheus, start = backfilled
     group = counted_read([_panel(title)["targets"][0]["expr"] for title, *_ in COUNTER_PANELS], _project())
-    asked = prometheus.api
+    asked = prometheus.query_at
 
-    def past_the_grid(path, **params):  # recorded's evaluations (one range query a rule), each `offset` s later
-        return asked(path, **({**params, "start": params["start"] + offset} if path == "query_range" else params))
+    def past_the_grid(expr, first, count, step, instant=False):  # recorded's evaluations, each `offset` s later
+        return asked(expr, first + offset, count, step, instant)
 
     with monkeypatch.context() as patched:
-        patched.setattr(prometheus, "api", past_the_grid)
+        patched.setattr(prometheus, "query_at", past_the_grid)
         recorded(prometheus, group, start - 600, start + SCRAPES * STEP + 600)
     title, metric, window, rate = COUNTER_PANELS[0]
     assert rate and title == "PCIe replays"

@@ -153,8 +153,10 @@ def _shown(servers, name: str, side: str, target: dict, picked: dict) -> dict[fl
         **range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s", "__rate_interval": f"{4 * SCRAPE}s",
         **variables(picked, ("namespace", "pod", "node", "gpu"))})
     first = start + FIRST * SCRAPE + 15
+    # an instant panel as Grafana reads it at the end of a dashboard's range ending at each step (query_at's `instant`)
     return {at: {render_legend(target.get("legendFormat", ""), s["metric"]): float(s["value"][1]) for s in result}
-            for at, result in prometheus.query_at(expr, first, STEPS, SCRAPE).items()}
+            for at, result in prometheus.query_at(expr, first, STEPS, SCRAPE,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 def _differ(one: dict[str, float], other: dict[str, float]) -> bool:

@@ -280,8 +280,10 @@ def _shown(fleet, target: dict, node: str | None, restrict: str | None = None, s
     expr = interpolate(expr, {**variables({"node": node} if node else {}, ("namespace", "pod", "node", "gpu")),
                               "__rate_interval": "4s", **range_macros(RANGE)})
     first = math.floor(start) + 4.5
+    # an instant panel as Grafana reads it at the end of a dashboard's range ending at each step (query_at's `instant`)
     return {at: {render_legend(target.get("legendFormat", ""), s["metric"]): float(s["value"][1]) for s in result}
-            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 def _differ(one: dict[str, float], other: dict[str, float]) -> bool:

@@ -4,7 +4,6 @@ of which GPUs report, and a dashboard panel's values read from a Prometheus ever
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from generator.artifacts import grafana_dashboards
@@ -17,7 +16,6 @@ NOT_SUPPORTED = 9223372036854775794
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes
 END = STEP * STEPS
 LOOKBACK = 4 * STEP  # promql.label_lookback at 30 s scrapes
-PINNED = re.compile(r"@\s*(start|end)\(\)")  # read_instants: an expression read once an evaluation
 TEMP = "DCGM_FI_DEV_GPU_TEMP"
 NODES = {"ip-10-0-1-1": 6, "ip-10-0-1-2": 6}
 GPUS = [(node, gpu) for node, count in NODES.items() for gpu in range(count)]
@@ -79,13 +77,10 @@ def dashboard_expr(folder, uid: str, title: str) -> tuple[str, str]:
 
 
 def read_instants(prometheus, start: int, expr: str, label) -> dict[float, dict[str, float]]:
-    """{seconds from the first scrape: {label of each series: value}} at every instant read. An expression pinned
-    with `@ end()` (a fleet rule reads which copy is a GPU's newest once an evaluation) is read as a rule is
-    evaluated, an instant query at each instant: a range query would pin it to the range's end at every step."""
+    """{seconds from the first scrape: {label of each series: value}} at every instant read, each as an instant query
+    reads it (query_at's `instant`): an expression pinned with `@ end()` (a fleet rule reads which copy is a GPU's
+    newest once an evaluation; a panel names its GPUs over a dashboard's range ending at each instant) is read as a
+    rule is evaluated, an instant query at each instant."""
     expr = interpolate(expr, {**SCENE_RANGE, **variables({}, VARIABLES)})
-    if PINNED.search(expr):
-        times = [start + FIRST + i * EVERY for i in range(COUNT)]
-        found = {at: prometheus.query(expr, at=at) for at in times}
-    else:
-        found = prometheus.query_at(expr, start + FIRST, COUNT, EVERY)
+    found = prometheus.query_at(expr, start + FIRST, COUNT, EVERY, instant=True)
     return {at - start: {label(s["metric"]): float(s["value"][1]) for s in result} for at, result in found.items()}
