@@ -3514,17 +3514,22 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # a rule's gauge per pod and GPU: the period's steps key a pod's GPU by POD_GPU_LABEL (its UUID of NVIDIA's form,
     # else its index: _pod_gpu), per cluster, and the period's statistic is named by one index at the evaluation,
     # outside the period's subquery (pod_indexes); `indexed`: the outer grouping then, the index among it
-    indexed = None
-    if (gauge_window is not None and resolution and named_within and "gpu" in keys and labels.pod in outer
-            and labels.node not in outer and not count and not query.over and query.metric not in MIG_MEMORY_SHARES
-            and named_pods_looked_back(query, catalog) and not isinstance(offset, tuple) and not regions):
+    # A panel's (a user's: Query(..., ("pod", "gpu")), its legend naming the index) alike: each step's value keyed by
+    # the pod's GPU (with pod_gpu_marks, as the by-pod panels), then named by its index at that step
+    indexed, marks = None, None
+    if (resolution and named_within and "gpu" in keys and labels.pod in outer and labels.node not in outer
+            and not count and not query.over and query.metric not in MIG_MEMORY_SHARES
+            and named_pods_looked_back(query, catalog) and not isinstance(offset, tuple) and not regions
+            and (gauge_window is not None or not pooled(query, catalog))):
         indexed = list(outer)
         outer = [labels.cluster, *(POD_GPU_LABEL if name == "gpu" else name for name in outer
                                    if name != labels.cluster)]
-        period = _seconds(gauge_window) + (_seconds(offset) if offset else 0) + _seconds(named_within) \
-            + _seconds(resolution)
+        period = (_seconds(gauge_window) + (_seconds(offset) if offset else 0) if gauge_window else 0) \
+            + _seconds(named_within) + _seconds(resolution)
+        if gauge_window is None:
+            marks = pod_gpu_marks(_pod_fields(query, catalog), labels, named_within)
         indexes = pod_indexes(_named_fields(query.metric, catalog), scope.matchers(labels), extra, labels,
-                              _duration_text(max(PREVIOUS_WITHIN, period)))
+                              _duration_text(max(PREVIOUS_WITHIN, period)), marks)
 
         def indexes_named(statistic: str, how: str, grouping: list[str]) -> str:
             """A period's `statistic` per pod's GPU (POD_GPU_LABEL) named by its index (pod_indexes), then `how` (sum,
@@ -3590,8 +3595,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload, gauge_window is None, picked, scope.picked(), newest_node=newest,
                    uuid_counter=uuid_counter, pod_gpu=pod_gpu,
-                   pod_marks=pod_gpu_marks(_pod_fields(query, catalog), labels, named_within)
-                   if pod_gpu and indexed is None else None)
+                   pod_marks=marks if indexed is not None else
+                   pod_gpu_marks(_pod_fields(query, catalog), labels, named_within) if pod_gpu else None)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
@@ -3716,6 +3721,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             def name(statistic: str, how: str) -> str:
                 return indexes_named(statistic, OUTER_OF_STATISTIC.get(how, how), indexed)
         return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, periods or offset, name)
+    if indexed is not None:  # a panel's: each step's GPUs named there
+        return indexes_named(aggregated(query.aggregation), query.aggregation, indexed)
     return aggregated(query.aggregation)
 
 
@@ -4077,7 +4084,7 @@ def _uuid_one(series: str) -> str:
 
 
 def pod_indexes(metrics: tuple[str, ...], branches: list[list[str]], extra: list[str], labels: Labels,
-                span: str) -> str:
+                span: str, marks: str | None = None) -> str:
     """Per pod (cluster, namespace, pod) and GPU (POD_GPU_LABEL: its UUID of NVIDIA's form, else its index; _pod_gpu),
     a series of value 0 labelled with the index (`gpu`) an alert per pod and GPU names it by: that of the GPU's copy
     naming the pod (`metrics` under `branches` and `extra`) ranked first as _newest_index ranks a UUID's copies (a
@@ -4088,14 +4095,15 @@ def pod_indexes(metrics: tuple[str, ...], branches: list[list[str]], extra: list
     at the new one's, and an index both numberings give the pod's two GPUs mixed their readings (G's 2 % beside H's
     80 % read 72.9 %; a pod's two idle GPUs three idle series: tests/integration/test_pod_rules_numbered_apart.py).
     Two GPUs of a pod named at one index (a GPU only an exporter other than the newest serves, at an index the newest
-    gives another) are one series, their readings pooled (`indexes_named` adds up sums and counts), not an error."""
+    gives another) are one series, their readings pooled (`indexes_named` adds up sums and counts), not an error.
+    `marks` (a panel's, pod_gpu_marks): the pod's GPU keyed as the panel's readings key it (_pod_gpu)."""
     pod = (labels.cluster, labels.namespace, labels.pod, POD_GPU_LABEL)
     lookback = _duration_text(LOOKBACK_SECONDS)
     selectors = [selector(metric, [*branch, *extra]) for metric in metrics for branch in branches]
     read = " or ".join(f"(present_over_time({each}[{lookback}]) * 1e6 or present_over_time({each}[{span}]) * 0) "
                        f"- count_over_time({each}[{span}]) + (max_over_time((timestamp({each}) - time())"
                        f"[{span}:{span}]) / 1e3 or 0 * count_over_time({each}[{span}]))" for each in selectors)
-    ranked = f"max by ({_listed((*pod, 'gpu'))}) ({_pod_gpu(identified(f'({read})', labels))})"
+    ranked = f"max by ({_listed((*pod, 'gpu'))}) ({_pod_gpu(identified(f'({read})', labels), labels, marks)})"
     return f"(0 * topk by ({_listed(pod)}) (1, {ranked}))"
 
 

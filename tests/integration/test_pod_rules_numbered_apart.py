@@ -11,8 +11,8 @@ key the pod's GPU by its UUID and the index is named once per evaluation (promql
 series of its own readings, at an index it has in either numbering, read over a range as at single instants (keyed
 by the index at each step, each GPU was judged at the old exporter's index and at the new one's, and an index the two
 numberings give two GPUs of one pod mixed their readings). The framebuffer rule reads each pod's least free memory,
-no index: right. A user's panel per pod and GPU (its legend naming the index) keys a pod's GPU by its index still
-(strict xfail).
+no index: right. A user's panel per pod and GPU (its legend naming the index) keys each step's readings by the pod's
+GPU and names its index at the step alike.
 """
 
 from __future__ import annotations
@@ -182,15 +182,14 @@ def pod_gpu_panel(tmp_path_factory):
     return project, next(panel for panel in dashboard.model["panels"] if "targets" in panel)
 
 
-@pytest.mark.parametrize("story", [pytest.param("apart", marks=pytest.mark.xfail(strict=True, reason=(
-    "a per-pod panel naming the GPU's index keys a pod's GPU by it: from 15 to 270 s after the rollouts each GPU has a "
-    "line at the old index and one at the new (train-ab 3 lines for 2 GPUs: GPU 0 30 %, GPU 1 50 %, GPU 2 50 % for A "
-    "30 and B 50; train-c 2 for 1), and the line at an index both numberings give reads the higher of the two GPUs' "
-    "readings (train-gh GPU 1 80 %, H's, where the new exporter puts G, 2 %)"))), "alike"])
+@pytest.mark.parametrize("story", ["apart", "alike"])
 def test_a_pods_gpu_lines_are_one_a_gpu_each_its_own_reading(request, pod_gpu_panel, story):
     """Every 15 s from a minute before the rollouts to 7 minutes after, a user's panel per pod and GPU draws one line
     per GPU a pod holds, at the GPU's index in the old exporter's numbering or the new one's, reading that GPU's
-    utilisation (train-ab: A 30 %, B 50 %)."""
+    utilisation (train-ab: A 30 %, B 50 %). Keyed by its index at each step (before: promql.pod_indexes names it now),
+    from 15 to 270 s after the rollouts each GPU had a line at the old index and one at the new (train-ab 3 lines for
+    2 GPUs: GPU 0 30 %, GPU 1 50 %, GPU 2 50 %; train-c 2 for 1), and the line at an index both numberings give read
+    the higher of the two GPUs' readings (train-gh GPU 1 80 %, H's, where the new exporter puts G, 2 %)."""
     from tests.support.range_panels import panel_at
 
     prometheus, start = request.getfixturevalue(story)
