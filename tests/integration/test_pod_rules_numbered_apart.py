@@ -35,12 +35,16 @@ NEW = ("CAB", "FDE", "IGH")
 
 
 def _story(exporters):
-    return lambda start: counters_scraped(start, COUNTERS, exporters, pods=True, gauges=GAUGES,
-                                          holder=HOLDERS.__getitem__)
+    return lambda start, unnamed=frozenset(): counters_scraped(start, COUNTERS, exporters, unnamed, pods=True,
+                                                                gauges=GAUGES, holder=HOLDERS.__getitem__)
 
 
 apart = written_fixture("pod-rules-apart", _story(EXPORTERS), SPAN, STEP)
 alike = written_fixture("pod-rules-alike", _story(ALIKE), SPAN, STEP)
+# the same stories, no exporter writing a UUID (a pod's GPU is then its index: promql._pod_gpu)
+NO_UUID = frozenset(address for _, _, address, *_ in EXPORTERS)
+apart_no_uuid = written_fixture("pod-rules-apart-no-uuid", lambda start: _story(EXPORTERS)(start, NO_UUID), SPAN, STEP)
+alike_no_uuid = written_fixture("pod-rules-alike-no-uuid", lambda start: _story(ALIKE)(start, NO_UUID), SPAN, STEP)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +122,13 @@ def test_the_idle_rule_finds_the_idle_gpus_once_through_the_overlaps(apart, rule
     assert not wrong, wrong
 
 
-@pytest.mark.parametrize("story", ["apart", "alike"])
+@pytest.mark.parametrize("story", ["apart", "alike", pytest.param("apart_no_uuid", marks=pytest.mark.xfail(
+    strict=True, reason=(
+        "no exporter writing a UUID, a pod's GPU is its index at each step, its reading the node's GPU at that index "
+        "as the newest exporter reads it: train-gh's idle G (2 %) read 9.3 % at its old index 0 at 30 s after the "
+        "rollouts, 27.1 % at 120 s, 50.9 % at 300 s (the new exporter's I, 90 %, there), and 73.5 % at the new index "
+        "1 at 30 s (the old H's 80 %): never alerted from 30 s to the story's end (1,770 s); train-de (D 2 %, E 3 %) "
+        "alerted for one of its two idle GPUs (GPU 1) from 1,020 to 1,500 s"))), "alike_no_uuid"])
 def test_the_idle_alert_as_generated_names_each_idle_gpu_once(request, rules, story):
     """The idle alert as the rules file holds it (its periods' flags weighted and summed, each pod's GPU named by its
     index once: promql.pod_indexes), read over a range as a rule group evaluates it, every 30 s from a minute before
@@ -126,7 +136,9 @@ def test_the_idle_alert_as_generated_names_each_idle_gpu_once(request, rules, st
     more than the alert's periods before), each once, at an index the GPU has in either numbering, and for no busy
     GPU. Keyed by index at each step (measured on a real Prometheus before), the old index's series left as the old
     copies' readings left the periods while the new ones' had not breached for all of them: from 1,020 s after the
-    rollouts to the story's end (1,770 s) train-de fired once (GPU 1) for its two idle GPUs and train-gh not at all."""
+    rollouts to the story's end (1,770 s) train-de fired once (GPU 1) for its two idle GPUs and train-gh not at all.
+    With no exporter writing a UUID (a pod's GPU is its index, promql._pod_gpu) numbered alike it holds; numbered
+    apart nothing names a copy's GPU but its index (a strict xfail with the figures measured)."""
     from generator.render.alarms import prometheus_rules
 
     prometheus, start = request.getfixturevalue(story)
