@@ -330,15 +330,17 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
 SCRAPES_PER_PERIOD = 2
 
 
-def period_problem(period: int, interval: int) -> str:
-    """Why the rule cannot judge periods of `period` seconds at scrapes every `interval` ("" where it can)."""
+def period_problem(period: int, interval: int, cloudwatch: bool) -> str:
+    """Why the rule cannot judge periods of `period` seconds at scrapes every `interval` ("" where it can), by its
+    Prometheus rule and, where it makes one (`cloudwatch`: not_on_cloudwatch says none), its CloudWatch alarm."""
     if period >= SCRAPES_PER_PERIOD * interval:
         return ""
     return (f"its period of {period} s is under {SCRAPES_PER_PERIOD} scrape intervals (scrape.interval {interval} s): "
             f"the rule judges a GPU against its node's other GPUs reading in each period, and a period that short "
             f"holds no scrape whenever one lands a little late or fails (a node's scrapes falling at a period's "
-            f"edge): its CloudWatch alarm, every period breaching and no data not breaching, then misses the lost "
-            f"GPU, and its Prometheus rule lets go of it")
+            f"edge): " + ("its CloudWatch alarm, every period breaching and no data not breaching, then misses the "
+                          "lost GPU, and its Prometheus rule lets go of it" if cloudwatch else
+                          "its Prometheus rule then lets go of it"))
 
 
 def fields_read(catalog, settings: Settings, metric: str) -> tuple[str, ...]:

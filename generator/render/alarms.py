@@ -2270,7 +2270,8 @@ def _short_periods(alarm: Alarm, settings: Settings, kind: str | None) -> list[_
                                                                               FILLED_SCRAPES_PER_PERIOD))
     found = [_ShortPeriod(problem, stopped_gpus.SCRAPES_PER_PERIOD, 1, stopped,
                           keep=_keeping_window(alarm, stopped, _window_limit(kind, stopped)))
-             for problem in [alarm.stopped and stopped_gpus.period_problem(alarm.period_seconds, interval)] if problem]
+             for problem in [alarm.stopped and stopped_gpus.period_problem(alarm.period_seconds, interval,
+                                                                           cloudwatch=kind is not None)] if problem]
     if addon_source(settings):
         return found
     filled = filled_problem(alarm, interval)

@@ -233,3 +233,16 @@ def test_datapoints_to_alarm_of_fewer_periods_is_refused_by_every_command_readin
     assert ("error: alarms/mine.py:5: alarm 'gpu-gone': stopped=True fires for a GPU that every scrape over its window "
             "read unread, each of its 7 periods: datapoints_to_alarm 4 would not be built") in stderr.splitlines()
     assert "  fix: drop datapoints_to_alarm (for a window of 4 periods write evaluation_periods=4)" in stderr.splitlines()
+
+
+@pytest.mark.parametrize("pipeline, judged", [
+    ("classic", "its Prometheus rule then lets go of it"),
+    ("otel", "its CloudWatch alarm, every period breaching and no data not breaching, then misses the lost GPU, and "
+             "its Prometheus rule lets go of it")])
+def test_a_short_period_is_said_of_the_rule_and_alarm_the_pipeline_makes(pipeline, judged, tmp_path, cli):
+    """On agent.pipeline: classic the rule has no CloudWatch alarm (lint AL027): its short period's refusal speaks of
+    its Prometheus rule alone, not of an alarm it does not make."""
+    settings = _project(tmp_path, 30, 4, 30)
+    settings.write_text(settings.read_text() + f"agent:\n  pipeline: {pipeline}\n")
+    message, _ = refusal(cli, settings, tmp_path)
+    assert message.endswith(f"(a node's scrapes falling at a period's edge): {judged}")
