@@ -3908,13 +3908,16 @@ def newest_nodes(metrics: tuple[str, ...], branches: list[list[str]], labels: La
     most = f"max by ({node}) (count by ({one}, {labels.node}) (count by ({one}, {labels.node}, gpu) ({held})))"
     # each node's target for its GPUs of no such UUID: the one holding the most of them within the period's window
     # (`window`: the span less a reading's look-back; over the span, a target whose copies had left the window was
-    # kept for its last 5 s there, its GPUs read nowhere: 2 GPUs, 1,000 W for 3 and 1,200), then the
+    # kept for its last 5 s there, its GPUs read nowhere: 2 GPUs, 1,000 W for 3 and 1,200; and GPUs, not series: a
+    # GPU given a pod within the window is two series on a target, and a target holding fewer GPUs won so on a tie
+    # with its newer scrapes, another GPU then not read: 3 GPUs, 1,800 W for 4 and 2,000), then the
     # newest (its best score, under 1e10 until the year 2286: the count weighs more), then one (topk, read once; all
     # of it at `@ end()`: less the evaluation's time(), read at every step of a period, the 5-minute total took 2.6
     # times its CPU); such a GPU's copy there is its entry (0), another GPU's its chosen copy (-1: one of NVIDIA's
     # form, whose mark is not read, or one that target does not hold)
     copy = _listed((labels.cluster, labels.node, *COPY_LABELS))
-    held_by = f"count by ({copy}) ({_nvidia_off(present(window or span), labels, '')})"
+    gpu_on = _listed((labels.cluster, labels.node, *COPY_LABELS, GPU_LABEL, ONE_LABEL))
+    held_by = f"count by ({copy}) (count by ({gpu_on}) ({_nvidia_off(present(window or span), labels, '')}))"
     newest = f"max by ({copy}) ({coalesce_node(f'({read})', labels)})"
     kept = f"topk by ({node}) (1, 1e10 * {held_by} + {newest})"
     on_kept = f"topk by ({one}) (1, {_nvidia_off(held, labels, ';')} and on ({copy}) {kept})"
