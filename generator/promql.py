@@ -2617,8 +2617,10 @@ class _Merge:
     def _merged(self, series: str) -> str:
         """`series` ready for a grouping by `_keep`: its node coalesced into one label, or per pod with `pod_gpu`
         (whose grouping keeps no node) its GPU keyed by POD_GPU_LABEL."""
-        if self.pod_keyed():
-            return _pod_gpu(series, self.labels, self.pod_marks)
+        if self.pod_keyed():  # a reading taken as it is (exporter.virtual_gpus' own shares at a rule's step) names
+            # no GPU yet: keyed by its index, a pod's share never met its GPU's naming by UUID (pod_indexes)
+            named = series if GPU_LABEL in series else identified(series, self.labels)
+            return _pod_gpu(named, self.labels, self.pod_marks)
         return coalesce_node(series, self.labels)
 
     def per_pod(self) -> bool:
