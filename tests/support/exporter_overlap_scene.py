@@ -72,14 +72,17 @@ def overlap_scene(tmp_path_factory):
 
 def shown_values(overlap, title: str, selected: dict | None = None, settings: str = "",
                  offset: float = 4.5) -> dict[float, dict[str, float]]:
-    """The panel's lines at every second from `offset` s after the scene's first whole second."""
+    """The panel's lines at every second from `offset` s after the scene's first whole second: an instant panel's as
+    Grafana reads it at the end of a dashboard's range ending at each (query_at's `instant`), a range panel's over a
+    range ending at the scene's end."""
     prometheus, start, end, _ = overlap
     target = bundled_panel(title, settings)["targets"][0]
     expr = interpolate(scraped_every(target["expr"], 30, 1),
                        {**SCENE_RANGE, **variables(selected or {}, ("namespace", "pod", "node", "gpu"))})
     first = math.floor(start) + offset
     return {at: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
-            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 def wrong_instants(shown, allowed: dict[str, set[float]]) -> dict:
