@@ -587,7 +587,8 @@ def test_per_pod_panels_show_both_pods_of_a_time_sliced_gpu_at_every_step(stacks
             begin = stack.at - (count - 1) * step
             named = {at: {f"Pod team-d/{s['metric'][pod]}" for s in result} for at, result in stack.prometheus.query_at(
                 f'count_over_time(DCGM_FI_DEV_GPU_TEMP{{UUID="{uuid}"}}[{lookback}s])', begin, count, step).items()}
-            for at, result in stack.prometheus.query_at(expr, begin, count, step).items():
+            for at, result in stack.prometheus.query_at(expr, begin, count, step,
+                                                        instant=bool(target.get("instant"))).items():
                 shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
                 expected = {k: v for k, v in true.items() if k not in sharing - named[at]}
                 assert set(shown) == set(expected), (title, step, at, named[at])

@@ -74,7 +74,8 @@ def _shown(live, title: str, selected: dict[str, str]) -> dict[float, dict[str, 
     expr = scraped_every(counted_inline(target["expr"], load_project()), 30, INTERVAL)
     expr = interpolate(expr, {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu")), **selected})
     return {at: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 6) for s in result}
-            for at, result in prometheus.query_at(expr, start, count, step).items()}
+            for at, result in prometheus.query_at(expr, start, count, step,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 # the per-GPU panels (a line per GPU) and the fleet panels (one value over the GPUs) of gauges the default build draws

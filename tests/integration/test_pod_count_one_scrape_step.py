@@ -50,7 +50,8 @@ def test_a_pod_named_in_turn_on_a_gpu_beside_its_own_counts_two_at_every_step(tm
         expr = interpolate(scraped_every(target["expr"], 30, INTERVAL),
                            {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
         read = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
-                for at, result in prometheus.query_at(expr, start, count, INTERVAL).items()}
+                for at, result in prometheus.query_at(expr, start, count, INTERVAL,
+                                                      instant=bool(target.get("instant"))).items()}
     assert count >= 4, count
     wrong = {at: shown for at, shown in read.items() if shown != {"Pod ml/a": 2.0, "Pod ml/b": 1.0}}
     assert not wrong, (wrong, times)  # the steps read otherwise, and the scrapes (a late one shows here)

@@ -98,7 +98,7 @@ def off_truth(live, title: str, nodes: tuple[str, ...]) -> dict[float, tuple[dic
     query = interpolate(expr, {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
     pods = {f"Pod ml/{pod}" for node in nodes for pod in NODES[node]}
     wrong = {}
-    for at, result in prometheus.query_at(query, start, count, step).items():
+    for at, result in prometheus.query_at(query, start, count, step, instant=bool(target.get("instant"))).items():
         shown = {line: round(float(s["value"][1]), 9) for s in result
                  if (line := render_legend(target["legendFormat"], s["metric"])) in pods}
         latest = {node: sum(1 for t in scrapes if t <= at) - 1 for node, scrapes in times.items()}
@@ -155,7 +155,7 @@ def picked_off_truth(live, title: str, node: str) -> dict[float, tuple[dict, dic
     query = interpolate(expr, {**SCENE_RANGE, **variables({"namespace": "ml", "pod": pod},
                                                           ("namespace", "pod", "node", "gpu"))})
     wrong = {}
-    for at, result in prometheus.query_at(query, start, count, step).items():
+    for at, result in prometheus.query_at(query, start, count, step, instant=bool(target.get("instant"))).items():
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         latest = sum(1 for t in times[node] if t <= at) - 1
         expected = {} if drained(node, latest) else {f"{node} GPU 0": float(BUSY[pod]["power"])}

@@ -137,7 +137,8 @@ def test_each_step_shows_the_pods_a_scrape_of_the_lookback_named_with_the_gpus_r
              for title, target in targets.items()}
     seen = {"a after it left": set(), "a gone": set()}
     for title, expr in exprs.items():
-        for at, result in prometheus.query_at(expr, start, count, step).items():
+        for at, result in prometheus.query_at(expr, start, count, step,
+                                              instant=bool(targets[title].get("instant"))).items():
             if not all(any(at - INTERVAL < when <= at for when, _, _ in readings) for readings in samples.values()):
                 # a failed scrape stored nothing: without a fresh reading a GPU reads the highest of its lookback's
                 # latest readings (promql._Device._read's late tier), not its latest: another story

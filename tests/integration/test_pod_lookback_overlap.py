@@ -69,7 +69,8 @@ def _shown(overlap, title: str, settings: str = "") -> dict[float, dict[str, flo
     first = math.floor(start / INTERVAL) * INTERVAL + 4.5 * INTERVAL
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                    for s in result}
-            for at, result in prometheus.query_at(expr, first, int((end - first) // INTERVAL) + 1, INTERVAL).items()}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // INTERVAL) + 1, INTERVAL,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 def _wrong(shown, allowed: dict[str, set[float]]) -> dict:

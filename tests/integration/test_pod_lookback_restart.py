@@ -68,7 +68,8 @@ def test_a_pods_own_share_after_its_exporter_is_replaced_is_its_latest_reading(s
     start = math.floor(samples[0][0]) + 4.5
     end = samples[-1][0]
     wrong = {}
-    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1,
+                                          instant=bool(target.get("instant"))).items():
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         latest = [value for when, value in samples if when <= at]
         truth = {"Pod ml/p": latest[-1]} if latest else {}
@@ -118,7 +119,8 @@ def test_a_time_sliced_pod_named_by_the_replaced_exporter_shows_for_the_lookback
     end = samples[-1][0]
     handover = min(when for when, pod, instance in samples if instance != samples[0][2])
     wrong = {}
-    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1,
+                                          instant=bool(target.get("instant"))).items():
         shown = {render_legend(target["legendFormat"], s["metric"]) for s in result}
         truth = {f"Pod ml/{pod}" for when, pod, _ in samples if at - 4 <= when <= at}
         if shown != truth:
@@ -161,7 +163,8 @@ def test_a_pod_named_within_the_lookback_shows_through_one_failed_scrape(gap, ti
     start = math.floor(samples[0][0] if isinstance(samples[0], tuple) else samples[0]) + 4.5
     end = samples[-1]
     wrong = {}
-    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1,
+                                          instant=bool(target.get("instant"))).items():
         shown = {render_legend(target["legendFormat"], s["metric"]) for s in result}
         truth = {"Pod ml/e"} if any(at - 4 <= when <= at for when in samples) else set()
         if shown != truth:
@@ -177,10 +180,11 @@ def test_a_gpu_with_a_reading_within_the_lookback_counts_through_one_failed_scra
     prometheus, samples, ups = gap
     failed = [at for at, v in ups if v == 0]
     assert failed, ups
-    _, expr = lookback_panel("", "GPUs reporting")
+    target, expr = lookback_panel("", "GPUs reporting")
     start, end = math.floor(samples[0]) + 0.5, samples[-1] + 6
     wrong = {}
-    for at, result in prometheus.query_at(expr, start, int(end - start) + 1, 1).items():
+    for at, result in prometheus.query_at(expr, start, int(end - start) + 1, 1,
+                                          instant=bool(target.get("instant"))).items():
         shown = [float(s["value"][1]) for s in result]
         truth = [1.0] if any(at - 4 <= when <= at for when in samples) else []
         if shown != truth:
@@ -256,7 +260,8 @@ def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(resta
     target, expr = lookback_panel("", "Power draw of each pod's GPUs")
     start = first_after + 0.5
     wrong = {}
-    for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
+    for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1,
+                                          instant=bool(target.get("instant"))).items():
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         latest = [(when, pod, v) for when, pod, v in samples if when <= at]
         truth = {f"Pod ml/{pod}": latest[-1][2] for when, pod, _ in latest if pod and at - 4 <= when}
@@ -275,7 +280,8 @@ def test_after_a_prometheus_restart_a_gpu_panel_shows_the_gpus_latest_reading(re
     gpu = render_legend(target["legendFormat"], {"node": "n3", "gpu": "0"})
     start = first_after + 0.5
     wrong = {}
-    for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
+    for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1,
+                                          instant=bool(target.get("instant"))).items():
         if not any(at - 1 < when <= at for when, _, _ in samples):
             continue  # the GPU's latest scrape failed: it has no fresh series, which is what this story is about
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
@@ -298,7 +304,8 @@ def test_after_a_prometheus_restart_a_failed_scrape_shows_no_reading_from_before
     target, expr = lookback_panel("", title)
     start = first_after + 0.5
     shown = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
-             for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items()}
+             for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1,
+                                                   instant=bool(target.get("instant"))).items()}
     failed = [at for at in shown if not any(at - 1 < when <= at for when, _, _ in samples)]
     wrong = {round(at - first_after, 1): values for at, values in shown.items() if set(values.values()) - {100.0}}
     assert failed, samples

@@ -111,7 +111,8 @@ def _live_shown(live, title: str, selected: dict[str, str]) -> dict[float, dict[
     expr = interpolate(expr, {**SCENE_RANGE, "__rate_interval": f"{LABEL_LOOKBACK_SCRAPES * INTERVAL * 1000:g}ms",
                               **variables({}, ("namespace", "pod", "node", "gpu")), **selected})
     return {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
-            for at, result in prometheus.query_at(expr, start, count, step).items()}
+            for at, result in prometheus.query_at(expr, start, count, step,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 def _answer(live, at: float) -> int:

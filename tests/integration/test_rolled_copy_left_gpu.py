@@ -126,7 +126,7 @@ def test_a_pod_ended_after_its_exporter_was_rolled_leaves_its_gpu_on_live_scrape
     expr = scraped_every(counted_inline(target["expr"], load_project()), 30, INTERVAL)
     for picked, selected in enumerate(({}, {"namespace": "ml", "pod": "p"})):
         query = interpolate(expr, {**SCENE_RANGE, **variables(selected, ("namespace", "pod", "node", "gpu"))})
-        steps = prometheus.query_at(query, start, count, step)
+        steps = prometheus.query_at(query, start, count, step, instant=bool(target.get("instant")))
         wrong = {at: shown for at, result in steps.items() if (shown := {render_legend(
             target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}) != TRUTH[title][picked]}
         assert not wrong, (selected, wrong)
