@@ -105,7 +105,7 @@ def _shown(both, settings: str, title: str) -> dict[float, dict[str, float]]:
     target, expr = lookback_panel(settings, title, INTERVAL)
     first, count = _steps(start, end)
     shown = {}
-    for at, result in prometheus.query_at(expr, first, count, INTERVAL).items():
+    for at, result in prometheus.query_at(expr, first, count, INTERVAL, instant=bool(target.get("instant"))).items():
         if all(any(at - INTERVAL <= when <= at for when in times) for times in samples.values()):
             shown[round(at - first, 1)] = {render_legend(target["legendFormat"], s["metric"]):
                                            round(float(s["value"][1]), 4) for s in result}
@@ -174,7 +174,8 @@ def _every_step(scene, title: str) -> dict[float, dict[str, float]]:
     first, count = _steps(start, end)
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
                                    for s in result}
-            for at, result in prometheus.query_at(expr, first, count, INTERVAL).items()}
+            for at, result in prometheus.query_at(expr, first, count, INTERVAL,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 def test_a_pods_utilization_through_either_exporters_failed_scrape_is_the_gpus_latest(failed):
@@ -212,7 +213,8 @@ def _after_both_stopped(both, settings: str, title: str) -> dict[float, dict[str
     target, expr = lookback_panel(settings, title, INTERVAL)
     return {round(at - end, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                  for s in result}
-            for at, result in prometheus.query_at(expr, end + INTERVAL / 2, 6, INTERVAL / 2).items()}
+            for at, result in prometheus.query_at(expr, end + INTERVAL / 2, 6, INTERVAL / 2,
+                                                  instant=bool(target.get("instant"))).items()}
 
 
 @SETTINGS

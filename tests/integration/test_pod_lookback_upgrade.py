@@ -51,7 +51,8 @@ def test_a_pods_power_across_an_exporter_upgrade_renaming_the_node_counts_its_gp
     target, expr = lookback_panel("", "Power draw of each pod's GPUs", INTERVAL)
     first_new = min(at for at, watts in samples if watts == 100.0)
     wrong = {}
-    for at, result in prometheus.query_at(expr, *_steps(samples), INTERVAL).items():
+    for at, result in prometheus.query_at(expr, *_steps(samples), INTERVAL,
+                                          instant=bool(target.get("instant"))).items():
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         latest = [watts for when, watts in samples if when <= at]
         truth = {"Pod ml/p": latest[-1]} if latest else {}
@@ -65,7 +66,8 @@ def test_pods_on_gpus_across_an_exporter_upgrade_renaming_the_node_counts_the_gp
     target, expr = lookback_panel("", "Pods on GPUs", INTERVAL)
     first_new = min(at for at, watts in samples if watts == 100.0)
     wrong = {}
-    for at, result in prometheus.query_at(expr, *_steps(samples), INTERVAL).items():
+    for at, result in prometheus.query_at(expr, *_steps(samples), INTERVAL,
+                                          instant=bool(target.get("instant"))).items():
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         if shown != {"Pod ml/p": 1.0}:
             wrong[round(at - first_new, 1)] = shown
