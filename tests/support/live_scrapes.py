@@ -40,6 +40,7 @@ def scraped(folder: Path, payload: Callable[[int], str], answers: int, interval:
             while served[0] < answers:
                 assert time.monotonic() < deadline, f"{served[0]} scrapes in 120 s"
                 time.sleep(0.2)
+            _stored(prometheus, "up", answers, deadline)
             prometheus.stop_scraping()
             prometheus.remember_answers()  # it stores nothing more: a query asked again is answered as before
             yield prometheus
@@ -62,6 +63,8 @@ def scraped_nodes(folder: Path, pages: dict[str, Callable[[int], str]], answers:
             while min(e.scrapes for e in exporters.values()) < answers:
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
+            for exporter in exporters.values():
+                _stored(prometheus, f'up{{instance="{exporter.address}"}}', answers, deadline)
             prometheus.stop_scraping()
             prometheus.remember_answers()  # it stores nothing more: a query asked again is answered as before
             times = {node: sorted(float(at) for s in prometheus.query(f'up{{instance="{e.address}"}}[10m]')
@@ -80,3 +83,14 @@ def scraped_fixture(name: str, page: Callable[[str, int], str], exporters, answe
         with scraped_nodes(tmp_path_factory.mktemp(name), pages, answers, interval) as scene:
             yield scene
     return fixture
+
+
+def _stored(prometheus, up: str, answers: int, deadline: float) -> None:
+    """Wait until Prometheus has stored `answers` scrapes of the target `up` selects. An answer is counted as it is
+    served, before Prometheus stores the scrape: stopping the scrapes then can drop the last one (a busy machine)."""
+    while True:
+        found = prometheus.query(f"count_over_time({up}[10m])")
+        if found and float(found[0]["value"][1]) >= answers:
+            return
+        assert time.monotonic() < deadline, f"{found} scrapes of {up} stored in 120 s"
+        time.sleep(0.1)
